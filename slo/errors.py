@@ -1,0 +1,49 @@
+"""The suite's one exceptions module.
+
+Every error names the value at fault, the rule it broke and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class SuiteError(Exception):
+    """Base class: a problem the user can fix; shown without a traceback."""
+
+
+class ScenarioFileError(SuiteError):
+    """A scenario / SLO / profile file is malformed or invalid."""
+
+    def __init__(self, path: str, key: str, value: object, expected: str) -> None:
+        self.path = path
+        self.key = key
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{path}: key {key!r} = {value!r}: {expected}")
+
+
+class UnitError(SuiteError):
+    """A threshold or quantity with a missing or unknown unit."""
+
+
+class EngineArgError(SuiteError):
+    """An engine arg the installed vLLM does not accept (unknown, removed or bad value)."""
+
+
+class VllmNotInstalledError(SuiteError):
+    """No usable vLLM for the interpreter that is to run the server."""
+
+
+class ServerStartError(SuiteError):
+    """vLLM did not become healthy: exited, or timed out."""
+
+
+class ServerDiedError(SuiteError):
+    """vLLM exited while a workload was running against it."""
+
+
+class ModelError(SuiteError):
+    """A model name or folder that cannot be served."""
+
+
+class WorkloadError(SuiteError):
+    """A workload that cannot be built (e.g. a prompt length the model cannot take)."""

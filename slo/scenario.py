@@ -1,0 +1,490 @@
+"""Scenario and profile files (TOML), validated on load into frozen dataclasses.
+
+A scenario file says what to launch (``[server]``: vLLM engine args under vLLM's own names),
+what traffic to send (``[workload]``) and what must hold (``[objectives.<profile>]``).
+A profile (``profiles.toml``) says which model and hardware the thresholds were set for.
+The schema is documented in README.md ("Scenario files"); every error names the file, the key,
+the value and the expected form, and is raised before anything is launched.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from slo.errors import ScenarioFileError, UnitError
+from slo.units import Dimension, dimension_of, format_quantity, parse_quantity
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+PROFILES_FILE = Path(__file__).parent / "profiles.toml"
+
+PER_REQUEST_METRICS = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+AGGREGATE_METRICS = ("request_throughput", "output_throughput", "goodput", "error_rate")
+METRICS = PER_REQUEST_METRICS + AGGREGATE_METRICS
+STATISTICS = ("p50", "p90", "p95", "p99", "mean", "max")
+Comparison = Literal["<=", ">="]
+Arrival = Literal["poisson", "constant", "closed"]
+Api = Literal["chat", "completions"]
+InconclusivePolicy = Literal["fail", "warn"]
+
+_OBJECTIVE_KEY = re.compile(
+    r"^\s*(?P<metric>[a-z_]+)(?:\s+(?P<stat>p\d+|mean|max))?(?:\s+class=(?P<cls>[\w-]+))?\s*$"
+)
+_OBJECTIVE_VALUE = re.compile(r"^\s*(?P<cmp><=|>=)\s*(?P<q>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One thing that must hold, e.g. ``ttft p99 <= 800ms``."""
+
+    metric: str
+    statistic: str | None
+    """None for aggregate metrics (throughput, goodput, error rate)."""
+    comparison: Comparison
+    threshold: float
+    """In the metric's canonical unit: seconds, tok/s, req/s or a fraction."""
+    request_class: str | None = None
+
+    @property
+    def dimension(self) -> Dimension:
+        return dimension_of(self.metric)
+
+    @property
+    def name(self) -> str:
+        parts = [self.metric]
+        if self.statistic:
+            parts.append(self.statistic)
+        if self.request_class:
+            parts.append(f"class={self.request_class}")
+        return " ".join(parts)
+
+    @property
+    def quantile(self) -> float | None:
+        """The statistic as a quantile fraction (p99 -> 0.99), None for mean/max/aggregates."""
+        if self.statistic and self.statistic.startswith("p"):
+            return int(self.statistic[1:]) / 100
+        return None
+
+    def describe(self) -> str:
+        return f"{self.name} {self.comparison} {format_quantity(self.threshold, self.dimension)}"
+
+    def tightened(self, factor: float) -> Objective:
+        """The same objective made ``factor`` times harder to meet."""
+        t = self.threshold / factor if self.comparison == "<=" else self.threshold * factor
+        return replace(self, threshold=t)
+
+
+@dataclass(frozen=True)
+class PromptLengths:
+    """Prompt lengths in tokens, uniform in [min, max]."""
+
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    api: Api
+    arrival: Arrival
+    rate: float | None
+    """Requests per second for open-loop arrivals."""
+    concurrency: int | None
+    """Streams in flight for closed-loop arrivals."""
+    requests: int
+    warmup_requests: int
+    prompt_tokens: PromptLengths
+    output_tokens: int
+    seed: int
+    timeout_s: float
+    """Per-request limit; a request past it is an error, never a hang."""
+    request_class: str = "default"
+    priority: int | None = None
+    """vLLM's ``priority`` request field (lower is sooner); None sends none."""
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Bounds past which a run says INVALID instead of PASS/FAIL."""
+
+    schedule_lag_p99_s: float = 0.010
+    error_rate: float = 0.01
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    model: str
+    device: str
+    """"cpu" or "cuda"."""
+    confidence: float
+    inconclusive: InconclusivePolicy
+    server: Mapping[str, Any] = field(default_factory=dict)
+    """Engine args this hardware needs (dtype, KV cache size...); the scenario's win on a clash."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    server_cpus: tuple[int, ...] = ()
+    """CPU ids the vLLM server is pinned to (empty: not pinned)."""
+    client_cpus: tuple[int, ...] = ()
+    """CPU ids the load generator is pinned to while a workload runs (empty: not pinned)."""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    path: str
+    server: Mapping[str, Any]
+    workload: Workload
+    objectives: Mapping[str, tuple[Objective, ...]]
+    """Per profile name."""
+    validity: Validity
+
+    def objectives_for(self, profile: str) -> tuple[Objective, ...]:
+        try:
+            return self.objectives[profile]
+        except KeyError:
+            known = ", ".join(sorted(self.objectives)) or "none"
+            raise ScenarioFileError(
+                self.path,
+                "objectives",
+                profile,
+                f"no [objectives.{profile}] table (profiles with objectives here: {known}); "
+                f"add one with thresholds measured on that hardware, or choose another profile "
+                f"with --slo-profile",
+            ) from None
+
+
+# ---------------------------------------------------------------- loading helpers
+
+
+class _Table:
+    """A TOML table being read: tracks the keys used so unknown keys are reported."""
+
+    def __init__(self, path: str, prefix: str, data: Mapping[str, Any]) -> None:
+        self.path, self.prefix, self.data = path, prefix, data
+        self.used: set[str] = set()
+
+    def key(self, k: str) -> str:
+        return f"{self.prefix}.{k}" if self.prefix else k
+
+    def error(self, k: str, value: object, expected: str) -> ScenarioFileError:
+        return ScenarioFileError(self.path, self.key(k), value, expected)
+
+    def get(
+        self, k: str, typ: type | tuple[type, ...], default: Any = ..., expected: str = ""
+    ) -> Any:
+        self.used.add(k)
+        if k not in self.data:
+            if default is ...:
+                raise self.error(k, None, f"missing; expected {expected or _type_name(typ)}")
+            return default
+        v = self.data[k]
+        # bool is an int in Python; a TOML true is never a number here.
+        if not isinstance(v, typ) or (isinstance(v, bool) and bool not in _as_tuple(typ)):
+            raise self.error(k, v, f"expected {expected or _type_name(typ)}")
+        return v
+
+    def table(self, k: str, *, required: bool = False) -> _Table:
+        v = self.get(k, dict, default=... if required else {}, expected="a table")
+        return _Table(self.path, self.key(k), v)
+
+    def quantity(self, k: str, dim: Dimension, default: Any = ...) -> Any:
+        v = self.get(k, (str, int, float), default=default, expected="a quantity with a unit")
+        if v is default and k not in self.data:
+            return default
+        if isinstance(v, (int, float)) and dim is not Dimension.RATIO:
+            raise self.error(k, v, f'needs a unit, e.g. "{v}{_EXAMPLE_UNIT[dim]}"')
+        try:
+            return parse_quantity(str(v), dim, what=self.key(k))
+        except UnitError as e:
+            raise self.error(k, v, str(e)) from None
+
+    def positive_int(self, k: str, default: Any = ..., minimum: int = 1) -> Any:
+        v = self.get(k, int, default=default, expected=f"an integer >= {minimum}")
+        if isinstance(v, int) and v < minimum:
+            raise self.error(k, v, f"expected an integer >= {minimum}")
+        return v
+
+    def choice(self, k: str, choices: tuple[str, ...], default: Any = ...) -> Any:
+        v = self.get(k, str, default=default, expected=f"one of {', '.join(choices)}")
+        if v not in choices:
+            raise self.error(k, v, f"expected one of {', '.join(choices)}")
+        return v
+
+    def done(self) -> None:
+        extra = sorted(set(self.data) - self.used)
+        if extra:
+            k = extra[0]
+            known = ", ".join(sorted(self.used))
+            raise self.error(k, self.data[k], f"unknown key; known keys here: {known}")
+
+
+_EXAMPLE_UNIT = {
+    Dimension.TIME: "ms",
+    Dimension.TOKEN_RATE: " tok/s",
+    Dimension.REQUEST_RATE: " req/s",
+    Dimension.RATIO: "%",
+}
+
+
+def _as_tuple(typ: type | tuple[type, ...]) -> tuple[type, ...]:
+    return typ if isinstance(typ, tuple) else (typ,)
+
+
+def _type_name(typ: type | tuple[type, ...]) -> str:
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        dict: "a table",
+        list: "a list",
+    }
+    return " or ".join(names.get(t, t.__name__) for t in _as_tuple(typ))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ScenarioFileError(str(path), "", None, "file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioFileError(str(path), "", None, f"not valid TOML: {e}") from None
+
+
+# ---------------------------------------------------------------- objectives
+
+
+def parse_objective(path: str, key: str, metric_key: str, value: object) -> Objective:
+    """Parse ``"ttft p99" = "<= 800ms"`` (key and value of an ``[objectives.X]`` table)."""
+    full_key = f'{key}."{metric_key}"'  # TOML spelling of a quoted key
+    m = _OBJECTIVE_KEY.match(metric_key)
+    if not m:
+        raise ScenarioFileError(
+            path,
+            full_key,
+            metric_key,
+            "expected 'METRIC [STATISTIC] [class=NAME]', e.g. 'ttft p99' or 'ttft p99 class=vip'",
+        )
+    metric, stat, cls = m["metric"], m["stat"], m["cls"]
+    if metric not in METRICS:
+        raise ScenarioFileError(
+            path, full_key, metric, f"unknown metric; known: {', '.join(METRICS)}"
+        )
+    if metric in PER_REQUEST_METRICS:
+        if stat is None:
+            raise ScenarioFileError(
+                path,
+                full_key,
+                metric_key,
+                f"{metric} is per request and needs a statistic ({', '.join(STATISTICS)}), "
+                f"e.g. '{metric} p99'",
+            )
+        if stat not in STATISTICS:
+            raise ScenarioFileError(
+                path, full_key, stat, f"unknown statistic; known: {', '.join(STATISTICS)}"
+            )
+    elif stat is not None:
+        raise ScenarioFileError(
+            path,
+            full_key,
+            metric_key,
+            f"{metric} is one number per run and takes no statistic; write '{metric}'",
+        )
+    if not isinstance(value, str) or not (v := _OBJECTIVE_VALUE.match(value)):
+        raise ScenarioFileError(
+            path,
+            full_key,
+            value,
+            "expected a string '<= QUANTITY' or '>= QUANTITY', "
+            'e.g. "<= 800ms" or ">= 100 tok/s"',
+        )
+    dim = dimension_of(metric)
+    try:
+        threshold = parse_quantity(v["q"], dim, what=full_key)
+    except UnitError as e:
+        raise ScenarioFileError(path, full_key, value, str(e)) from None
+    return Objective(metric, stat, v["cmp"], threshold, cls)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- scenario
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """Load a scenario by bundled name (``realtime``) or by path to a TOML file."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = SCENARIO_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            known = ", ".join(bundled_scenarios())
+            raise ScenarioFileError(
+                str(path),
+                "",
+                str(name_or_path),
+                f"no such scenario; bundled scenarios: {known}; or pass a path to a .toml file",
+            )
+    p = str(path)
+    top = _Table(p, "", _read_toml(path))
+
+    meta = top.table("scenario", required=True)
+    name = meta.get("name", str, expected="a scenario name")
+    description = meta.get("description", str, default="")
+    meta.done()
+
+    server_t = top.table("server")
+    server = dict(server_t.data)
+    server_t.used.update(server)  # engine args are checked against vLLM's own parser later
+
+    workload = _parse_workload(top.table("workload", required=True))
+
+    obj_t = top.table("objectives", required=True)
+    objectives: dict[str, tuple[Objective, ...]] = {}
+    for profile, table in obj_t.data.items():
+        obj_t.used.add(profile)
+        if not isinstance(table, dict) or not table:
+            raise obj_t.error(
+                profile, table, 'expected a table of objectives, e.g. "ttft p99" = "<= 800ms"'
+            )
+        objectives[profile] = tuple(
+            parse_objective(p, obj_t.key(profile), k, v) for k, v in table.items()
+        )
+
+    val_t = top.table("validity")
+    validity = Validity(
+        schedule_lag_p99_s=val_t.quantity("schedule_lag_p99", Dimension.TIME, default=0.010),
+        error_rate=val_t.quantity("error_rate", Dimension.RATIO, default=0.01),
+    )
+    val_t.done()
+    top.done()
+    return Scenario(name, description, p, server, workload, objectives, validity)
+
+
+def _parse_workload(t: _Table) -> Workload:
+    api = t.choice("api", ("chat", "completions"), default="chat")
+    arrival = t.choice("arrival", ("poisson", "constant", "closed"))
+    rate = t.quantity("rate", Dimension.REQUEST_RATE, default=None)
+    concurrency = t.positive_int("concurrency", default=None)
+    if arrival in ("poisson", "constant") and rate is None:
+        raise t.error("rate", None, f'arrival = "{arrival}" needs a rate, e.g. rate = "4 req/s"')
+    if arrival == "closed" and concurrency is None:
+        raise t.error("concurrency", None, 'arrival = "closed" needs concurrency = N (streams)')
+    pt = t.table("prompt_tokens", required=True)
+    lo, hi = pt.positive_int("min"), pt.positive_int("max")
+    pt.done()
+    if lo > hi:
+        raise pt.error("min", lo, f"must be <= max ({hi})")
+    priority = t.get("priority", int, default=None)
+    w = Workload(
+        api=api,
+        arrival=arrival,
+        rate=rate,
+        concurrency=concurrency,
+        requests=t.positive_int("requests"),
+        warmup_requests=t.positive_int("warmup_requests", default=0, minimum=0),
+        prompt_tokens=PromptLengths(lo, hi),
+        output_tokens=t.positive_int("output_tokens"),
+        seed=t.get("seed", int, default=0),
+        timeout_s=t.quantity("timeout", Dimension.TIME, default=120.0),
+        request_class=t.get("class", str, default="default"),
+        priority=priority,
+    )
+    t.done()
+    return w
+
+
+def bundled_scenarios() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+# ---------------------------------------------------------------- profiles
+
+
+def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
+    """All profiles in the file, with ``parent =`` inheritance resolved."""
+    p = str(path)
+    raw = _read_toml(path)
+    out: dict[str, Profile] = {}
+
+    def resolve(name: str, chain: tuple[str, ...]) -> Profile:
+        if name in out:
+            return out[name]
+        if name in chain:
+            raise ScenarioFileError(
+                p, f"{name}.parent", name, f"inheritance loop: {' -> '.join((*chain, name))}"
+            )
+        data = raw.get(name)
+        if not isinstance(data, dict):
+            raise ScenarioFileError(p, name, data, "expected a table [NAME] for each profile")
+        t = _Table(p, name, data)
+        parent_name = t.get("parent", str, default=None)
+        if parent_name is not None and parent_name not in raw:
+            raise t.error(
+                "parent", parent_name, f"no such profile; known: {', '.join(sorted(raw))}"
+            )
+        base = resolve(parent_name, (*chain, name)) if parent_name else None
+        server = dict(base.server) if base else {}
+        server.update(t.table("server").data)
+        t.used.add("server")
+        env = dict(base.env) if base else {}
+        env_t = t.table("env")
+        for k, v in env_t.data.items():
+            env_t.used.add(k)
+            if not isinstance(v, str):
+                raise env_t.error(k, v, 'expected a string (environment values are text), e.g. "1"')
+            env[k] = v
+        confidence = t.get("confidence", float, default=base.confidence if base else 0.95)
+        if not 0.5 <= confidence < 1:
+            raise t.error("confidence", confidence, "expected a level in [0.5, 1), e.g. 0.95")
+        cpus = {}
+        for k in ("server_cpus", "client_cpus"):
+            value = t.get(
+                k,
+                list,
+                default=list(getattr(base, k)) if base else [],
+                expected="a list of CPU ids, e.g. [0]",
+            )
+            if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value):
+                raise t.error(k, value, "expected a list of CPU ids (integers >= 0), e.g. [0]")
+            cpus[k] = tuple(value)
+        prof = Profile(
+            name=name,
+            description=t.get("description", str, default=base.description if base else ""),
+            model=t.get("model", str, default=base.model if base else ...),
+            device=t.choice("device", ("cpu", "cuda"), default=base.device if base else "cpu"),
+            confidence=confidence,
+            inconclusive=t.choice(
+                "inconclusive", ("fail", "warn"), default=base.inconclusive if base else "fail"
+            ),
+            server=server,
+            env=env,
+            server_cpus=cpus["server_cpus"],
+            client_cpus=cpus["client_cpus"],
+            source=p,
+        )
+        t.done()
+        out[name] = prof
+        return prof
+
+    for name in raw:
+        resolve(name, ())
+    return out
+
+
+def load_profile(name: str, path: Path = PROFILES_FILE) -> Profile:
+    profiles = load_profiles(path)
+    try:
+        return profiles[name]
+    except KeyError:
+        raise ScenarioFileError(
+            str(path),
+            "profile",
+            name,
+            f"no such profile; known: {', '.join(sorted(profiles))} "
+            "(choose one with --slo-profile or SLO_PROFILE, or add it to the file)",
+        ) from None

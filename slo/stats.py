@@ -1,0 +1,143 @@
+"""From per-request records to the samples and rates the objectives are judged on.
+
+Failed requests stay in every denominator: for TTFT, TPOT and E2E a failed request counts as an
+infinitely slow one (it certainly missed any latency objective), so errors can only make a
+latency percentile worse, never vanish from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from slo.quantile import percentile
+from slo.records import RequestRecord
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Samples of one run (or one request class of it), warm-up requests excluded."""
+
+    request_class: str | None
+    n: int
+    n_ok: int
+    errors_by_kind: Mapping[str, int]
+    window_s: float
+    """First send to last response of the measured requests."""
+    ttft: tuple[float, ...]
+    tpot: tuple[float, ...]
+    e2e: tuple[float, ...]
+    itl: tuple[float, ...]
+    schedule_lag: tuple[float, ...]
+    output_tokens: int
+
+    @property
+    def n_errors(self) -> int:
+        return self.n - self.n_ok
+
+    @property
+    def error_rate(self) -> float:
+        return self.n_errors / self.n if self.n else 0.0
+
+    @property
+    def request_throughput(self) -> float:
+        return self.n_ok / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def output_throughput(self) -> float:
+        return self.output_tokens / self.window_s if self.window_s > 0 else 0.0
+
+    def samples(self, metric: str) -> tuple[float, ...]:
+        if metric not in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+            raise KeyError(metric)
+        values: tuple[float, ...] = getattr(self, metric)
+        return values
+
+    def aggregate(self, metric: str) -> float:
+        if metric not in ("request_throughput", "output_throughput", "error_rate"):
+            raise KeyError(metric)
+        value: float = getattr(self, metric)
+        return value
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain numbers for reports: percentiles in seconds, rates per second."""
+        d: dict[str, object] = {
+            "request_class": self.request_class,
+            "requests": self.n,
+            "ok": self.n_ok,
+            "errors": self.n_errors,
+            "errors_by_kind": dict(self.errors_by_kind),
+            "window_s": self.window_s,
+            "request_throughput": self.request_throughput,
+            "output_throughput": self.output_throughput,
+            "error_rate": self.error_rate,
+            "output_tokens": self.output_tokens,
+        }
+        for metric in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+            values = self.samples(metric)
+            d[metric] = describe(values)
+        return d
+
+
+def describe(values: Sequence[float]) -> dict[str, float | int]:
+    """Count, mean and the usual percentiles; infinities (failed requests) are kept."""
+    if not values:
+        return {"n": 0}
+    finite = [v for v in values if math.isfinite(v)]
+    out: dict[str, float | int] = {"n": len(values), "failed": len(values) - len(finite)}
+    out["mean"] = sum(values) / len(values) if len(finite) == len(values) else INF
+    out["min"] = min(values)
+    out["max"] = max(values)
+    for q in (50, 90, 95, 99, 99.9):
+        out[f"p{q:g}"] = safe_percentile(values, q)
+    return out
+
+
+def safe_percentile(values: Sequence[float], q: float) -> float:
+    """``percentile`` that treats +inf as a value, not as a source of NaN."""
+    p = percentile(values, q)
+    return INF if math.isnan(p) else p
+
+
+def summarize(records: Iterable[RequestRecord], request_class: str | None = None) -> RunSummary:
+    measured = [
+        r
+        for r in records
+        if not r.warmup and (request_class is None or r.request_class == request_class)
+    ]
+    ok = [r for r in measured if r.ok]
+    errors = Counter((r.error or "no text received").split(":", 1)[0] for r in measured if not r.ok)
+    if measured:
+        start = min(r.sent_ns for r in measured)
+        end = max(max(r.end_ns or r.sent_ns, r.first_text_ns or r.sent_ns) for r in measured)
+        window_s = (end - start) / 1e9
+    else:
+        window_s = 0.0
+
+    def per_request(attr: str) -> tuple[float, ...]:
+        out = []
+        for r in measured:
+            v = getattr(r, attr)
+            if v is not None:
+                out.append(v)
+            elif not r.ok:
+                out.append(INF)
+        return tuple(out)
+
+    return RunSummary(
+        request_class=request_class,
+        n=len(measured),
+        n_ok=len(ok),
+        errors_by_kind=dict(errors),
+        window_s=window_s,
+        ttft=tuple(r.ttft_s if r.ok and r.ttft_s is not None else INF for r in measured),
+        tpot=per_request("tpot_s"),
+        e2e=tuple(r.e2e_s if r.e2e_s is not None else INF for r in measured),
+        itl=tuple(g for r in ok for g in r.itl_s),
+        schedule_lag=tuple(r.schedule_lag_s for r in measured),
+        output_tokens=sum(r.output_tokens or 0 for r in ok),
+    )

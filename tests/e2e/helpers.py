@@ -1,0 +1,94 @@
+"""Shared helpers of the end-to-end tests: run the suite as a user would, inspect its artifacts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from fixtures.server import ServerConfig
+from fixtures.session import ScenarioRunner, ServerPool, select
+from fixtures.settings import ROOT, Settings
+
+
+def run_suite(
+    args: list[str],
+    report_dir: Path,
+    *,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 1500,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in a subprocess, reports into ``report_dir``."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "--report-dir",
+        str(report_dir),
+        "-p",
+        "no:cacheprovider",
+        "--no-progress",
+    ]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+    # Shown by pytest when an assertion on the result fails.
+    print(
+        f"$ {' '.join(cmd)}\n--- stdout ---\n{proc.stdout[-6000:]}\n--- stderr ---\n"
+        f"{proc.stderr[-3000:]}"
+    )
+    return proc
+
+
+def junit_cases(path: Path) -> dict[str, dict[str, Any]]:
+    """testcase name -> {"outcome": passed/failed/error/skipped, "message", "properties"}."""
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = case.find(tag)
+            if el is not None:
+                outcome, message = {"failure": "failed"}.get(tag, tag), el.get("message", "")
+        out[str(case.get("name"))] = {"outcome": outcome, "message": message, "properties": props}
+    return out
+
+
+def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
+    """The server config the realtime scenario gets under the cpu-tiny profile."""
+    s = settings or Settings(
+        profile="cpu-tiny",
+        profile_source="test",
+        endpoint=None,
+        api_key_env="VLLM_API_KEY",
+        api_key=None,
+        vllm_python=sys.executable,
+        startup_timeout_s=600,
+        tighten=1,
+        max_requests=None,
+        model=None,
+        run_dir=ROOT / "reports" / "runs" / "unused",
+        host="127.0.0.1",
+        progress=False,
+    )
+    return ScenarioRunner(s, ServerPool(s)).server_config(select("realtime", s))
+
+
+def group_alive(pgid: int) -> list[psutil.Process]:
+    """Processes still in the process group (a vLLM server's engine core and workers)."""
+    alive = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid:
+                alive.append(p)
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return alive

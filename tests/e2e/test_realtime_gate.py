@@ -1,0 +1,93 @@
+"""The README's main job, end to end on real CPU vLLM: it passes, reports, and can fail."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.e2e.helpers import group_alive, junit_cases, run_suite
+
+OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput")
+
+
+@pytest.fixture(scope="module")
+def main_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("realtime")
+    return run_suite(["-m", "realtime"], out), out
+
+
+def test_realtime_scenario_passes_on_cpu_vllm(
+    main_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, out = main_run
+    assert proc.returncode == 0
+    assert re.search(r"\b4 passed\b", proc.stdout)
+    cases = junit_cases(out / "junit.xml")
+    assert {c.split("[", 1)[1].rstrip("]") for c in cases} == set(OBJECTIVES)
+    for case in cases.values():
+        props = case["properties"]
+        assert case["outcome"] == "passed"
+        assert props["slo.outcome"] == "PASS"
+        assert props["slo.profile"] == "cpu-tiny"
+        assert props["slo.vllm_version"] == "0.32.0"
+    ttft_p99 = cases["test_objective[ttft p99]"]["properties"]
+    assert int(ttft_p99["slo.n"]) == 600
+    assert (
+        float(ttft_p99["slo.ci_lower"])
+        <= float(ttft_p99["slo.estimate"])
+        <= float(ttft_p99["slo.ci_upper"])
+    )
+
+
+def test_one_server_start_for_all_objectives_and_nothing_left_running(
+    main_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = main_run
+    starts = json.loads((out / "servers" / "starts.json").read_text())
+    assert len(starts) == 1, starts
+    pid = starts[0]["pid"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert group_alive(pid) == []
+    log = Path(starts[0]["log"]).read_text()
+    assert "--port 0" in log.splitlines()[0]  # the command heads the log
+    assert "max_num_seqs" in log or "max-num-seqs" in log
+
+
+def test_benchmark_json_in_pytest_benchmark_format(
+    main_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = main_run
+    data = json.loads((out / "benchmark.json").read_text())
+    assert {"machine_info", "commit_info", "benchmarks", "datetime", "version"} <= set(data)
+    by_name = {b["name"]: b for b in data["benchmarks"]}
+    ttft = by_name["realtime[ttft]"]
+    assert ttft["stats"]["rounds"] == 600 == len(ttft["stats"]["data"])
+    assert 0 < ttft["stats"]["min"] <= ttft["stats"]["median"] <= ttft["stats"]["max"]
+    assert ttft["extra_info"]["profile"] == "cpu-tiny"
+    assert "realtime[tpot]" in by_name and "realtime[e2e]" in by_name
+    records = (out / "realtime" / "records.jsonl").read_text().splitlines()
+    assert len(records) == 600 + 8  # measured + warm-up, none dropped
+    rows = [json.loads(r) for r in records]
+    assert all(r["error"] is None for r in rows)
+    assert all(r["output_tokens"] == 32 for r in rows)
+    # The prompt lengths the workload planned are the ones the server counted.
+    assert all(r["prompt_tokens"] == r["expected_prompt_tokens"] for r in rows)
+
+
+def test_ten_times_tighter_thresholds_fail(
+    main_run: tuple[subprocess.CompletedProcess[str], Path],
+    tmp_path: Path,
+) -> None:
+    _, out = main_run
+    proc = run_suite(["-m", "realtime", "--slo-replay", str(out), "--slo-tighten", "10"], tmp_path)
+    assert proc.returncode == 1
+    assert re.search(r"\b4 failed\b", proc.stdout)
+    assert re.search(r"ttft p99 = [\d.]+ m?s > [\d.]+ ms \(n=600, profile cpu-tiny", proc.stdout)
+    assert re.search(r"output_throughput = [\d.]+ tok/s < [\d.]+ tok/s", proc.stdout)

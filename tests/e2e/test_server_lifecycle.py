@@ -1,0 +1,133 @@
+"""The server fixture against real vLLM: bad args, failed starts, timeouts, external endpoints."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.server import ServerConfig, VllmServer, check_engine_args
+from slo.errors import EngineArgError, ServerStartError
+from tests.e2e.helpers import group_alive, junit_cases, realtime_server_config, run_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "arg,value,says",
+    [
+        ("num_lookahead_slots", 4, "speculative decoding"),
+        ("disable_log_requests", True, "enable_log_requests"),
+    ],
+)
+def test_removed_article_flags_are_named_with_the_vllm_version(
+    arg: str, value: object, says: str
+) -> None:
+    with pytest.raises(EngineArgError) as e:
+        check_engine_args(sys.executable, {"max_num_seqs": 8, arg: value}, origin="realtime.toml")
+    msg = str(e.value)
+    assert f"engine arg {arg!r} is not accepted by the installed vLLM 0.32.0" in msg
+    assert says in msg and "Delete it" in msg and "No server was started" in msg
+
+
+def test_unknown_and_invalid_engine_args() -> None:
+    with pytest.raises(
+        EngineArgError, match=r"'max_num_seq' is not an option .* Did you mean max_num_seqs"
+    ):
+        check_engine_args(sys.executable, {"max_num_seq": 8}, origin="x.toml")
+    with pytest.raises(EngineArgError, match=r"invalid choice: 'prio'"):
+        check_engine_args(sys.executable, {"scheduling_policy": "prio"}, origin="x.toml")
+
+
+def test_removed_flag_in_a_scenario_stops_the_run_before_any_server(tmp_path: Path) -> None:
+    scenario = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
+    bad = tmp_path / "article.toml"
+    bad.write_text(scenario.replace("[server]", "[server]\nnum_lookahead_slots = 4", 1))
+    (tmp_path / "test_article.py").write_text(
+        "import pytest\n"
+        f"pytestmark = pytest.mark.scenario({str(bad)!r})\n"
+        "def test_objective(slo_check, objective):\n    slo_check(objective)\n"
+    )
+    reports = tmp_path / "reports"
+    proc = run_suite(
+        ["-p", "fixtures.plugin", str(tmp_path / "test_article.py")], reports, cwd=tmp_path
+    )
+    assert proc.returncode == 1
+    assert (
+        "engine arg 'num_lookahead_slots' is not accepted by the installed vLLM 0.32.0"
+        in proc.stdout
+    )
+    assert "No server was started" in proc.stdout
+    assert not (reports / "servers").exists()
+
+
+def test_failed_start_reports_exit_code_command_and_log_tail(tmp_path: Path) -> None:
+    base = realtime_server_config()
+    # Longer than the bundled model's 4096 positions: vLLM exits during engine set-up.
+    config = ServerConfig.build(base.model, {**base.args, "max_model_len": 100000}, dict(base.env))
+    argv = check_engine_args(sys.executable, config.args, origin="test").argv
+    server = VllmServer(config, log_path=tmp_path / "server.log", argv=argv)
+    with pytest.raises(ServerStartError) as e:
+        server.start()
+    msg = str(e.value)
+    assert re.search(r"exited before it was ready after [\d.]+ s \(exit code [1-9]\d*\)", msg)
+    assert "command: " in msg and "--max-model-len 100000" in msg
+    assert "--- last lines of the log ---" in msg and "max_model_len" in msg.split("log ---")[1]
+    assert (tmp_path / "server.log").exists()
+    assert server.proc is not None and group_alive(server.proc.pid) == []
+
+
+def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
+    config = realtime_server_config()
+    argv = check_engine_args(sys.executable, config.args, origin="test").argv
+    server = VllmServer(config, log_path=tmp_path / "server.log", argv=argv, startup_timeout_s=5)
+    with pytest.raises(ServerStartError, match=r"not healthy within the startup timeout \(5 s"):
+        server.start()
+    assert server.proc is not None and group_alive(server.proc.pid) == []
+
+
+def test_external_endpoint_with_api_key(tmp_path: Path) -> None:
+    """A server started apart from the suite; the key only in an environment variable."""
+    secret = "sk-e2e-7f3a9c-not-for-reports"
+    config = realtime_server_config()
+    argv = check_engine_args(sys.executable, config.args, origin="test").argv
+    with VllmServer(
+        config, log_path=tmp_path / "external.log", argv=argv, api_key=secret
+    ) as server:
+        reports = tmp_path / "reports"
+        proc = run_suite(
+            [
+                "-m",
+                "realtime",
+                "--endpoint",
+                server.base_url,
+                "--api-key-env",
+                "E2E_KEY",
+                "--slo-max-requests",
+                "60",
+            ],
+            reports,
+            env={"E2E_KEY": secret},
+        )
+        no_key = run_suite(
+            ["-m", "realtime", "--endpoint", server.base_url, "--slo-max-requests", "5"],
+            tmp_path / "nokey",
+        )
+    assert not (reports / "servers").exists()  # nothing launched
+    cases = junit_cases(reports / "junit.xml")
+    p50, p99 = cases["test_objective[ttft p50]"], cases["test_objective[ttft p99]"]
+    assert p50["outcome"] == "passed" and p50["properties"]["slo.n"] == "60"
+    # 60 samples cannot bound a p99: INCONCLUSIVE, which the cpu-tiny profile counts as a failure.
+    assert p99["outcome"] == "failed" and p99["properties"]["slo.outcome"] == "INCONCLUSIVE"
+    assert re.search(
+        r"p99 needs at least 3\d\d samples to PASS at 95% confidence, got 60", p99["message"]
+    )
+    assert proc.returncode == 1
+    # Without the key the server refuses the requests; the suite reports it, it does not hang.
+    assert no_key.returncode == 1 and "/v1/models" in no_key.stdout
+    for f in reports.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text(errors="replace"), f
+    assert secret not in (tmp_path / "external.log").read_text()

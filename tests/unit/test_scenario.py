@@ -1,0 +1,147 @@
+"""Scenario and profile files: the bundled ones load; bad ones fail naming file, key and value."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slo.errors import ScenarioFileError, SuiteError
+from slo.scenario import (
+    SCENARIO_DIR,
+    bundled_scenarios,
+    load_profile,
+    load_profiles,
+    load_scenario,
+    parse_objective,
+)
+
+GOOD = (SCENARIO_DIR / "realtime.toml").read_text()
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+def test_bundled_scenarios_load_with_objectives_for_cpu_tiny() -> None:
+    assert "realtime" in bundled_scenarios()
+    for name in bundled_scenarios():
+        s = load_scenario(name)
+        objectives = s.objectives_for("cpu-tiny")
+        assert objectives, name
+        assert s.workload.requests >= 1
+
+
+def test_realtime_objectives_parsed_to_canonical_units() -> None:
+    s = load_scenario("realtime")
+    by_name = {o.name: o for o in s.objectives_for("cpu-tiny")}
+    assert by_name["ttft p99"].comparison == "<="
+    assert by_name["ttft p99"].quantile == 0.99
+    assert by_name["output_throughput"].statistic is None
+    assert s.server["scheduling_policy"] == "priority"
+    assert s.workload.rate == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize(
+    "key,value,expected",
+    [
+        ("ttft p99", "<= 800ms", (0.8, "<=")),
+        ("ttft p99 class=vip", "<= 2s", (2.0, "<=")),
+        ("output_throughput", ">= 1200 tok/s", (1200.0, ">=")),
+        ("error_rate", "<= 1%", (0.01, "<=")),
+    ],
+)
+def test_objective_forms(key: str, value: str, expected: tuple[float, str]) -> None:
+    o = parse_objective("f.toml", "objectives.p", key, value)
+    assert o.threshold == pytest.approx(expected[0])
+    assert o.comparison == expected[1]
+
+
+@pytest.mark.parametrize(
+    "key,value,needle",
+    [
+        ("latency p99", "<= 1s", "unknown metric"),
+        ("ttft p42x", "<= 1s", "expected 'METRIC [STATISTIC]"),
+        ("ttft", "<= 1s", "needs a statistic"),
+        ("output_throughput p99", ">= 1 tok/s", "takes no statistic"),
+        ("ttft p99", "800ms", "'<= QUANTITY'"),
+        ("ttft p99", "<= 800", "has no unit"),
+        ("ttft p99", "<= 5 tok/s", "5 tok/s"),
+        ("ttft p99", 800, "'<= QUANTITY'"),
+    ],
+)
+def test_bad_objectives_name_file_key_and_value(key: str, value: object, needle: str) -> None:
+    with pytest.raises(ScenarioFileError) as e:
+        parse_objective("f.toml", "objectives.cpu-tiny", key, value)
+    msg = str(e.value)
+    assert msg.startswith("f.toml: key 'objectives.cpu-tiny.")
+    assert needle in msg
+
+
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda t: t.replace('rate = "4 req/s"', "rate = 4"), "workload.rate' = 4: needs a unit"),
+        (lambda t: t.replace("requests = 600", "requests = 0"), "workload.requests' = 0"),
+        (lambda t: t.replace("requests = 600", 'requests = "many"'), "expected an integer"),
+        (
+            lambda t: t.replace('arrival = "poisson"', 'arrival = "bursty"'),
+            "one of poisson, constant, closed",
+        ),
+        (lambda t: t.replace("seed =", "sede ="), "'workload.sede' = 20261202: unknown key"),
+        (lambda t: t.replace("[scenario]", "[scenari]"), "'scenario' = None: missing"),
+        (lambda t: t.replace("min = 32, max = 512", "min = 600, max = 512"), "must be <= max"),
+        (lambda t: t + "\n[broken", "not valid TOML"),
+    ],
+)
+def test_bad_scenario_files(tmp_path: Path, edit: object, needle: str) -> None:
+    path = write(tmp_path, edit(GOOD))  # type: ignore[operator]
+    with pytest.raises(ScenarioFileError) as e:
+        load_scenario(path)
+    assert str(path) in str(e.value)
+    assert needle in str(e.value)
+
+
+def test_missing_profile_objectives_say_how_to_fix() -> None:
+    s = load_scenario("realtime")
+    with pytest.raises(ScenarioFileError, match=r"no \[objectives.h999\] table .* --slo-profile"):
+        s.objectives_for("h999")
+
+
+def test_unknown_scenario_lists_bundled_ones() -> None:
+    with pytest.raises(ScenarioFileError, match=r"bundled scenarios: .*realtime"):
+        load_scenario("no-such-scenario")
+
+
+def test_profiles_inherit_and_unknown_profile_is_named() -> None:
+    profiles = load_profiles()
+    h200 = profiles["h200-llama2-7b"]
+    assert h200.server["dtype"] == "bfloat16"  # from parent gpu-llama2-7b
+    assert h200.model == "llama-2-7b"
+    assert profiles["cpu-tiny"].env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    with pytest.raises(
+        ScenarioFileError, match=r"'profile' = 'nope': no such profile; known: .*cpu-tiny"
+    ):
+        load_profile("nope")
+
+
+def test_profile_inheritance_loop(tmp_path: Path) -> None:
+    p = tmp_path / "profiles.toml"
+    p.write_text('[a]\nparent = "b"\nmodel = "x"\n[b]\nparent = "a"\n')
+    with pytest.raises(ScenarioFileError, match="inheritance loop: a -> b -> a"):
+        load_profiles(p)
+
+
+@given(st.text(max_size=40), st.one_of(st.text(max_size=40), st.integers(), st.floats()))
+def test_objective_parser_fuzz_raises_only_suite_errors(key: str, value: object) -> None:
+    try:
+        o = parse_objective("f.toml", "objectives.p", key, value)
+    except SuiteError as e:
+        assert re.match(r"f\.toml: key 'objectives\.p\.", str(e))
+    else:
+        assert o.threshold >= 0
