@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,33 +90,36 @@ def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
     assert server.proc is not None and group_alive(server.proc.pid) == []
 
 
-def test_external_endpoint_with_api_key(tmp_path: Path) -> None:
-    """A server started apart from the suite; the key only in an environment variable."""
-    secret = "sk-e2e-7f3a9c-not-for-reports"
+SECRET = "sk-e2e-7f3a9c-not-for-reports"
+
+
+@pytest.fixture(scope="module")
+def external_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A server started apart from the suite, as a deployed one would be; it wants an API key."""
     config = realtime_server_config()
     argv = check_engine_args(sys.executable, config.args, origin="test").argv
-    with VllmServer(
-        config, log_path=tmp_path / "external.log", argv=argv, api_key=secret
-    ) as server:
-        reports = tmp_path / "reports"
-        proc = run_suite(
-            [
-                "-m",
-                "realtime",
-                "--endpoint",
-                server.base_url,
-                "--api-key-env",
-                "E2E_KEY",
-                "--slo-max-requests",
-                "60",
-            ],
-            reports,
-            env={"E2E_KEY": secret},
-        )
-        no_key = run_suite(
-            ["-m", "realtime", "--endpoint", server.base_url, "--slo-max-requests", "5"],
-            tmp_path / "nokey",
-        )
+    log = tmp_path_factory.mktemp("external") / "external.log"
+    with VllmServer(config, log_path=log, argv=argv, api_key=SECRET) as server:
+        yield server
+    assert SECRET not in log.read_text()
+
+
+def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    proc = run_suite(
+        [
+            "-m",
+            "realtime",
+            "--endpoint",
+            external_server.base_url,
+            "--api-key-env",
+            "E2E_KEY",
+            "--slo-max-requests",
+            "60",
+        ],
+        reports,
+        env={"E2E_KEY": SECRET},
+    )
     assert not (reports / "servers").exists()  # nothing launched
     cases = junit_cases(reports / "junit.xml")
     p50, p99 = cases["test_objective[ttft p50]"], cases["test_objective[ttft p99]"]
@@ -125,9 +130,70 @@ def test_external_endpoint_with_api_key(tmp_path: Path) -> None:
         r"p99 needs at least 3\d\d samples to PASS at 95% confidence, got 60", p99["message"]
     )
     assert proc.returncode == 1
-    # Without the key the server refuses the requests; the suite reports it, it does not hang.
-    assert no_key.returncode == 1 and "/v1/models" in no_key.stdout
     for f in reports.rglob("*"):
         if f.is_file():
-            assert secret not in f.read_text(errors="replace"), f
-    assert secret not in (tmp_path / "external.log").read_text()
+            assert SECRET not in f.read_text(errors="replace"), f
+
+
+def test_endpoint_without_the_key_is_a_clear_error(
+    external_server: VllmServer, tmp_path: Path
+) -> None:
+    proc = run_suite(
+        [
+            "-m",
+            "realtime",
+            "--endpoint",
+            external_server.base_url,
+            "--api-key-env",
+            "NO_SUCH_VAR_SET",
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 1
+    assert "did not list a model at /v1/models" in proc.stdout
+    assert "--api-key-env" in proc.stdout
+
+
+def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path: Path) -> None:
+    """The completions API under closed-loop concurrency, through the same plugin path."""
+    scenario = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
+    closed = (
+        scenario.replace('api = "chat"', 'api = "completions"')
+        .replace('arrival = "poisson"', 'arrival = "closed"\nconcurrency = 4')
+        .replace('rate = "4 req/s"\n', "")
+        .replace("requests = 600", "requests = 40")
+    )
+    (tmp_path / "closed.toml").write_text(closed)
+    (tmp_path / "test_closed.py").write_text(
+        "import pytest\n"
+        f"pytestmark = pytest.mark.scenario({str(tmp_path / 'closed.toml')!r})\n"
+        "def test_objective(slo_check, objective):\n    slo_check(objective)\n"
+    )
+    reports = tmp_path / "reports"
+    run_suite(
+        [
+            str(tmp_path / "test_closed.py"),
+            "--endpoint",
+            external_server.base_url,
+            "--api-key-env",
+            "E2E_KEY",
+        ],
+        reports,
+        cwd=tmp_path,
+        env={"E2E_KEY": SECRET},
+    )
+    rows = [
+        json.loads(r) for r in (reports / "realtime" / "records.jsonl").read_text().splitlines()
+    ]
+    measured = [r for r in rows if not r["warmup"]]
+    assert len(measured) == 40 and all(r["error"] is None for r in measured)
+    # Completions prompts: the server's count (BOS included) is the planned one.
+    assert all(r["prompt_tokens"] == r["expected_prompt_tokens"] for r in rows)
+    assert all(r["output_tokens"] == 32 for r in rows)
+    # Closed loop: never more than 4 requests in flight.
+    events = sorted([(r["sent_ns"], 1) for r in measured] + [(r["end_ns"], -1) for r in measured])
+    in_flight = peak = 0
+    for _, step in events:
+        in_flight += step
+        peak = max(peak, in_flight)
+    assert peak == 4

@@ -1,0 +1,53 @@
+"""An interrupted run (Ctrl-C or SIGTERM mid-workload) leaves no vLLM process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.settings import ROOT
+from tests.e2e.helpers import group_alive
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: int) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "realtime",
+        f"--report-dir={tmp_path}",
+        "-p",
+        "no:cacheprovider",
+        "--no-progress",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    starts = tmp_path / "servers" / "starts.json"
+    deadline = time.monotonic() + 600
+    while not starts.exists():  # the server is up once its start is recorded
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the server did not start in 600 s"
+        time.sleep(0.5)
+    pid = json.loads(starts.read_text())[0]["pid"]
+    assert group_alive(pid), "the server should be running before the interrupt"
+    time.sleep(5)  # well inside the workload
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=120)
+    print(out[-3000:])
+    assert proc.returncode != 0  # interrupted, not passed
+    assert group_alive(pid) == []
