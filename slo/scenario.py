@@ -32,7 +32,7 @@ Api = Literal["chat", "completions"]
 InconclusivePolicy = Literal["fail", "warn"]
 
 _OBJECTIVE_KEY = re.compile(
-    r"^\s*(?P<metric>[a-z_]+)(?:\s+(?P<stat>p\d+|mean|max))?(?:\s+class=(?P<cls>[\w-]+))?\s*$"
+    r"^\s*(?P<metric>[a-z][a-z0-9_]*)(?:\s+(?P<stat>p\d+|mean|max))?(?:\s+class=(?P<cls>[\w-]+))?\s*$"
 )
 _OBJECTIVE_VALUE = re.compile(r"^\s*(?P<cmp><=|>=)\s*(?P<q>.+?)\s*$")
 
@@ -87,23 +87,38 @@ class PromptLengths:
 
 
 @dataclass(frozen=True)
-class Workload:
-    api: Api
+class TrafficClass:
+    """One kind of traffic in a workload, e.g. realtime chat or batch summarisation."""
+
+    name: str
     arrival: Arrival
     rate: float | None
     """Requests per second for open-loop arrivals."""
     concurrency: int | None
     """Streams in flight for closed-loop arrivals."""
     requests: int
-    warmup_requests: int
     prompt_tokens: PromptLengths
     output_tokens: int
+    priority: int | None = None
+    """vLLM's ``priority`` request field (lower is sooner); None sends none."""
+    background: bool = False
+    """Closed-loop load that keeps its streams busy while the open-loop classes run and stops
+    when they are done; ``requests`` is then an upper bound."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    api: Api
+    classes: tuple[TrafficClass, ...]
+    """Sent at the same time; objectives may name one with ``class=NAME``."""
+    warmup_requests: int
     seed: int
     timeout_s: float
     """Per-request limit; a request past it is an error, never a hang."""
-    request_class: str = "default"
-    priority: int | None = None
-    """vLLM's ``priority`` request field (lower is sooner); None sends none."""
+
+    @property
+    def requests(self) -> int:
+        return sum(c.requests for c in self.classes)
 
 
 @dataclass(frozen=True)
@@ -355,6 +370,18 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
             parse_objective(p, obj_t.key(profile), k, v) for k, v in table.items()
         )
 
+    class_names = {c.name for c in workload.classes}
+    for profile, objs in objectives.items():
+        for o in objs:
+            if o.request_class is not None and o.request_class not in class_names:
+                raise ScenarioFileError(
+                    p,
+                    f'objectives.{profile}."{o.name}"',
+                    o.request_class,
+                    "no such request class in [workload]; classes: "
+                    + ", ".join(sorted(class_names)),
+                )
+
     val_t = top.table("validity")
     validity = Validity(
         schedule_lag_p99_s=val_t.quantity("schedule_lag_p99", Dimension.TIME, default=0.010),
@@ -366,7 +393,29 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
 
 def _parse_workload(t: _Table) -> Workload:
-    api = t.choice("api", ("chat", "completions"), default="chat")
+    """``[workload]`` holds one class's keys itself, or one ``[workload.classes.NAME]`` each."""
+    if "classes" in t.data:
+        classes_t = t.table("classes")
+        classes = []
+        for name in classes_t.data:
+            classes.append(_parse_class(classes_t.table(name, required=True), name))
+        if not classes:
+            raise t.error("classes", {}, "expected at least one [workload.classes.NAME] table")
+        classes_t.done()
+    else:
+        classes = [_parse_class(t, t.get("class", str, default="default"), done=False)]
+    w = Workload(
+        api=t.choice("api", ("chat", "completions"), default="chat"),
+        classes=tuple(classes),
+        warmup_requests=t.positive_int("warmup_requests", default=0, minimum=0),
+        seed=t.get("seed", int, default=0),
+        timeout_s=t.quantity("timeout", Dimension.TIME, default=120.0),
+    )
+    t.done()
+    return w
+
+
+def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
     arrival = t.choice("arrival", ("poisson", "constant", "closed"))
     rate = t.quantity("rate", Dimension.REQUEST_RATE, default=None)
     concurrency = t.positive_int("concurrency", default=None)
@@ -379,23 +428,26 @@ def _parse_workload(t: _Table) -> Workload:
     pt.done()
     if lo > hi:
         raise pt.error("min", lo, f"must be <= max ({hi})")
-    priority = t.get("priority", int, default=None)
-    w = Workload(
-        api=api,
+    c = TrafficClass(
+        name=name,
         arrival=arrival,
         rate=rate,
         concurrency=concurrency,
         requests=t.positive_int("requests"),
-        warmup_requests=t.positive_int("warmup_requests", default=0, minimum=0),
         prompt_tokens=PromptLengths(lo, hi),
         output_tokens=t.positive_int("output_tokens"),
-        seed=t.get("seed", int, default=0),
-        timeout_s=t.quantity("timeout", Dimension.TIME, default=120.0),
-        request_class=t.get("class", str, default="default"),
-        priority=priority,
+        priority=t.get("priority", int, default=None),
+        background=t.get("background", bool, default=False),
     )
-    t.done()
-    return w
+    if c.background and c.arrival != "closed":
+        raise t.error(
+            "background",
+            True,
+            'only a closed-loop class (arrival = "closed") can be background load',
+        )
+    if done:
+        t.done()
+    return c
 
 
 def bundled_scenarios() -> list[str]:

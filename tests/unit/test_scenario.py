@@ -44,7 +44,7 @@ def test_realtime_objectives_parsed_to_canonical_units() -> None:
     assert by_name["ttft p99"].quantile == 0.99
     assert by_name["output_throughput"].statistic is None
     assert s.server["scheduling_policy"] == "priority"
-    assert s.workload.rate == pytest.approx(4.0)
+    assert s.workload.classes[0].rate == pytest.approx(4.0)
 
 
 @pytest.mark.parametrize(

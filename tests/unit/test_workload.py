@@ -53,7 +53,8 @@ def test_plan_is_deterministic_and_marks_warmup(prompts: PromptFactory) -> None:
     assert len(a.warmup) == w.warmup_requests and len(a.measured) == 20
     assert all(r.offset_s is None for r in a.warmup)
     assert [r.offset_s for r in a.measured] == sorted(r.offset_s for r in a.measured)  # type: ignore[type-var]
-    assert all(w.prompt_tokens.min <= r.prompt_tokens <= w.prompt_tokens.max for r in a.requests)
+    lengths = w.classes[0].prompt_tokens
+    assert all(lengths.min <= r.prompt_tokens <= lengths.max for r in a.requests)
     assert len({r.prompt for r in a.requests}) == len(a.requests)  # no accidental prefix hits
     c = plan_workload(replace(w, seed=w.seed + 1), prompts, max_requests=20)
     assert [r.prompt_tokens for r in c.requests] != [r.prompt_tokens for r in a.requests]
