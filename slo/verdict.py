@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy import stats as scipy_stats
@@ -54,7 +55,7 @@ class Verdict:
         ctx = f"n={self.n}, profile {self.profile}"
         if self.lower != self.upper:
             lo, hi = _fmt_bound(self.lower, dim), _fmt_bound(self.upper, dim)
-            ctx += f"; {self.confidence:.0%} CI {lo} to {hi}"
+            ctx += f"; {_pct(self.confidence)} CI {lo} to {hi}"
         text = f"{self.objective.name} = {est} {op} {thr} ({ctx})"
         if self.note:
             text += f": {self.outcome.value}, {self.note}"
@@ -77,6 +78,11 @@ class Verdict:
             "profile": self.profile,
             "message": self.message,
         }
+
+
+def _pct(level: float) -> str:
+    """95% or 98.75%, never a rounded 99% for a per-look level."""
+    return f"{level * 100:.4g}%"
 
 
 def _fmt_bound(v: float, dim: Dimension) -> str:
@@ -156,21 +162,28 @@ def _inconclusive_note(obj: Objective, n: int, confidence: float) -> str:
         )
         if n < need:
             return (
-                f"{obj.statistic} needs at least {need} samples to PASS at {confidence:.0%} "
+                f"{obj.statistic} needs at least {need} samples to PASS at {_pct(confidence)} "
                 f"confidence, got {n}: raise workload.requests"
             )
     return (
-        f"the {confidence:.0%} confidence interval straddles the threshold: "
+        f"the {_pct(confidence)} confidence interval straddles the threshold: "
         "more requests would decide it"
     )
 
 
-def check_validity(summary: RunSummary, validity: Validity) -> list[str]:
-    """Reasons the run cannot be judged (empty when it is valid)."""
+def check_validity(
+    summary: RunSummary, validity: Validity, schedule_lag: Sequence[float] | None = None
+) -> list[str]:
+    """Reasons the run cannot be judged (empty when it is valid).
+
+    ``schedule_lag``: the samples to bound, when only some requests had a schedule (closed-loop
+    requests are sent when a stream frees up, so their near-zero lag would hide a late client).
+    """
     reasons = []
     if summary.n == 0:
         return ["no measured requests"]
-    lag = safe_percentile(summary.schedule_lag, 99)
+    lags = summary.schedule_lag if schedule_lag is None else schedule_lag
+    lag = safe_percentile(lags, 99) if lags else 0.0
     if lag > validity.schedule_lag_p99_s:
         reasons.append(
             f"schedule lag p99 = {format_quantity(lag, Dimension.TIME)} > "

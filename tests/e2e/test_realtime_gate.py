@@ -91,3 +91,21 @@ def test_ten_times_tighter_thresholds_fail(
     assert re.search(r"\b4 failed\b", proc.stdout)
     assert re.search(r"ttft p99 = [\d.]+ m?s > [\d.]+ ms \(n=600, profile cpu-tiny", proc.stdout)
     assert re.search(r"output_throughput = [\d.]+ tok/s < [\d.]+ tok/s", proc.stdout)
+
+
+def test_sequential_stop_ends_a_clearly_failing_run_at_the_first_look(tmp_path: Path) -> None:
+    proc = run_suite(["-m", "realtime", "--slo-sequential", "--slo-tighten", "10"], tmp_path)
+    assert proc.returncode == 1
+    rows = [
+        json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
+    ]
+    measured = [r for r in rows if not r["warmup"]]
+    # The first look is at 75 of 600 requests; a few more may have been in flight.
+    assert 75 <= len(measured) < 150
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())
+    assert {v["outcome"] for v in verdicts} == {"FAIL"}
+    assert {v["n"] for v in verdicts} == {75}
+    assert "98.75% CI" in verdicts[0]["message"]
+    # The sign-off page and per-objective JUnit are rendered at the end of the run.
+    assert "FAIL" in (tmp_path / "signoff.html").read_text()
+    assert (tmp_path / "slo-junit.xml").exists()

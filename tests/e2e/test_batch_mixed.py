@@ -1,0 +1,31 @@
+"""The batch and mixed scenarios end to end on CPU vLLM, and the priority-vs-FCFS claim."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.e2e.helpers import junit_cases, run_suite
+
+
+def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
+    proc = run_suite(["-m", "batch or mixed"], tmp_path)
+    cases = junit_cases(tmp_path / "junit.xml")
+    assert proc.returncode == 0
+    assert re.search(r"\b7 passed\b", proc.stdout)
+    # Three servers: batch, mixed under priority, the same load under FCFS.
+    starts = json.loads((tmp_path / "servers" / "starts.json").read_text())
+    assert len(starts) == 3
+    claim = cases["test_priority_scheduling_lowers_realtime_ttft"]["properties"]
+    assert float(claim["claim.priority_realtime_ttft_p90_s"]) < float(
+        claim["claim.fcfs_realtime_ttft_p90_s"]
+    )
+    # Per-class records: both classes ran at the same time, with their priorities.
+    rows = [json.loads(r) for r in (tmp_path / "mixed" / "records.jsonl").read_text().splitlines()]
+    realtime = [r for r in rows if r["class"] == "realtime" and not r["warmup"]]
+    batch = [r for r in rows if r["class"] == "batch" and not r["warmup"]]
+    assert len(realtime) == 120 and len(batch) > 24
+    assert min(r["sent_ns"] for r in batch) < max(r["sent_ns"] for r in realtime)
+    assert (tmp_path / "mixed.fcfs" / "summary.json").exists()
+    assert {r["output_tokens"] for r in batch} == {128}
