@@ -69,10 +69,12 @@ def main(extra: list[str]) -> int:
         f"p99 {pct(ttft_ms, 0.99):7.2f} ms"
     )
     if server and server["count"]:
+        (p50, lo50, hi50), (p99, lo99, hi99) = server["p50"], server["p99"]
         print(
-            f"  server  mean {server['mean'] * 1000:7.2f} ms  p50 {server['p50'] * 1000:7.2f} ms  "
-            f"p99 {server['p99'] * 1000:7.2f} ms  (vLLM histogram, {server['count']:.0f} requests; "
-            "quantiles interpolated within buckets)"
+            f"  server  mean {server['mean'] * 1000:7.2f} ms  p50 {p50 * 1000:7.2f} ms  "
+            f"p99 {p99 * 1000:7.2f} ms  (vLLM histogram, {server['count']:.0f} requests; "
+            f"quantiles interpolated in buckets {lo50 * 1000:g}-{hi50 * 1000:g} ms and "
+            f"{lo99 * 1000:g}-{hi99 * 1000:g} ms)"
         )
         print(f"  client - server mean: {statistics.mean(ttft_ms) - server['mean'] * 1000:+.2f} ms")
     else:

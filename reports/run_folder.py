@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from slo.errors import SuiteError
+from slo.histogram import Histogram
 from slo.records import RequestRecord, from_row
 from slo.verdict import Outcome
 
@@ -98,35 +99,10 @@ class Junit:
 
 
 @dataclass(frozen=True)
-class ServerHistogram:
+class ServerHistogram(Histogram):
     """One of vLLM's histograms over the measured requests (summary.json ``server_metrics``)."""
 
-    name: str
-    count: float
-    sum: float
-    buckets: tuple[tuple[float, float], ...]
-    """(upper bound, cumulative count), ascending, +inf last."""
-
-    @property
-    def mean(self) -> float | None:
-        return self.sum / self.count if self.count else None
-
-    def quantile(self, q: float) -> tuple[float, float, float] | None:
-        """(estimate, bucket lower bound, bucket upper bound), like Prometheus'
-        histogram_quantile. The bucket bounds say how coarse the estimate is: vLLM's queue and
-        prefill histograms start at 0.3 s, so their quantiles of a few ms mean nothing."""
-        if not self.count:
-            return None
-        rank = q * self.count
-        prev_le, prev_c = 0.0, 0.0
-        for le, c in self.buckets:
-            if c >= rank:
-                if math.isinf(le):
-                    return prev_le, prev_le, le
-                frac = (rank - prev_c) / (c - prev_c) if c > prev_c else 0.0
-                return prev_le + (le - prev_le) * frac, prev_le, le
-            prev_le, prev_c = le, c
-        return prev_le, prev_le, math.inf
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -431,7 +407,7 @@ def _histograms(raw: Any) -> dict[str, ServerHistogram]:
             (math.inf if le is None else float(le), float(c))
             for le, c in h.get("buckets") or ()
         )
-        out[str(name)] = ServerHistogram(str(name), float(h["count"]), float(h["sum"]), buckets)
+        out[str(name)] = ServerHistogram(float(h["count"]), float(h["sum"]), buckets, str(name))
     return out
 
 

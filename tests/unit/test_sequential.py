@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 
 from slo.records import RequestRecord
-from slo.scenario import Objective, parse_objective
+from slo.scenario import Objective
 from slo.sequential import (
     StopRule,
     check,
@@ -31,48 +31,11 @@ from slo.sequential import (
 )
 from slo.stats import RunSummary
 from slo.verdict import Outcome
+from tests.unit.builders import obj, rec
 
 MS = 1_000_000
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
-
-
-def rec(
-    i: int,
-    ttft_ms: float,
-    e2e_ms: float = 400,
-    tokens: int = 33,
-    error: str | None = None,
-    warmup: bool = False,
-    cls: str = "default",
-) -> RequestRecord:
-    intended = i * 100 * MS
-    sent = intended
-    first = None if error else sent + int(ttft_ms * MS)
-    end = sent + int(e2e_ms * MS)
-    chunks = (
-        ()
-        if first is None
-        else tuple(first + k * (end - first) // (tokens - 1) for k in range(tokens))
-    )
-    return RequestRecord(
-        index=i,
-        request_class=cls,
-        intended_send_ns=intended,
-        sent_ns=sent,
-        first_text_ns=first,
-        end_ns=end,
-        chunk_ns=chunks,
-        prompt_tokens=100,
-        output_tokens=None if error else tokens,
-        max_tokens=tokens,
-        warmup=warmup,
-        error=error,
-    )
-
-
-def obj(key: str, value: str) -> Objective:
-    return parse_objective("t.toml", "objectives.t", key, value)
 
 
 def ttft_summary(ttft: Sequence[float], n_errors: int = 0) -> RunSummary:

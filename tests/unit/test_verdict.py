@@ -7,50 +7,12 @@ import random
 import pytest
 
 from slo.records import RequestRecord, from_row, to_row
-from slo.scenario import Objective, Validity, parse_objective
+from slo.scenario import Validity
 from slo.stats import summarize
 from slo.verdict import Outcome, check_validity, evaluate
+from tests.unit.builders import obj, rec
 
 MS = 1_000_000
-
-
-def rec(
-    i: int,
-    ttft_ms: float,
-    e2e_ms: float,
-    tokens: int = 33,
-    lag_ms: float = 0.0,
-    error: str | None = None,
-    warmup: bool = False,
-    cls: str = "default",
-) -> RequestRecord:
-    intended = i * 100 * MS
-    sent = intended + int(lag_ms * MS)
-    first = None if error else sent + int(ttft_ms * MS)
-    end = sent + int(e2e_ms * MS)
-    chunks = (
-        ()
-        if first is None
-        else tuple(first + k * (end - first) // (tokens - 1) for k in range(tokens))
-    )
-    return RequestRecord(
-        index=i,
-        request_class=cls,
-        intended_send_ns=intended,
-        sent_ns=sent,
-        first_text_ns=first,
-        end_ns=end,
-        chunk_ns=chunks,
-        prompt_tokens=100,
-        output_tokens=None if error else tokens,
-        max_tokens=tokens,
-        warmup=warmup,
-        error=error,
-    )
-
-
-def obj(key: str, value: str) -> Objective:
-    return parse_objective("t.toml", "objectives.t", key, value)
 
 
 def test_metric_formulas() -> None:
