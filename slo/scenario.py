@@ -145,6 +145,8 @@ class Profile:
     """CPU ids the vLLM server is pinned to (empty: not pinned)."""
     client_cpus: tuple[int, ...] = ()
     """CPU ids the load generator is pinned to while a workload runs (empty: not pinned)."""
+    objectives: tuple[Objective, ...] = ()
+    """Preset objectives (e.g. MLPerf's) for scenarios with no table for this profile."""
     source: str = ""
 
 
@@ -158,6 +160,8 @@ class Scenario:
     objectives: Mapping[str, tuple[Objective, ...]]
     """Per profile name."""
     validity: Validity
+    goodput: Mapping[str, float] = field(default_factory=dict)
+    """Per-request bounds (ttft, tpot, e2e; seconds) a request must meet to count for goodput."""
 
     def objectives_for(self, profile: str) -> tuple[Objective, ...]:
         try:
@@ -382,6 +386,27 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
                     + ", ".join(sorted(class_names)),
                 )
 
+    good_t = top.table("goodput")
+    goodput = {}
+    for metric in good_t.data:
+        if metric not in ("ttft", "tpot", "e2e"):
+            raise good_t.error(
+                metric,
+                good_t.data[metric],
+                "unknown key; a request's bounds can be ttft, tpot or e2e",
+            )
+        goodput[metric] = good_t.quantity(metric, Dimension.TIME)
+    good_t.done()
+    for profile, objs in objectives.items():
+        if any(o.metric == "goodput" for o in objs) and not goodput:
+            raise ScenarioFileError(
+                p,
+                f"objectives.{profile}.goodput",
+                "goodput",
+                "a goodput objective needs a [goodput] table of per-request bounds, "
+                'e.g. ttft = "500ms" and tpot = "50ms"',
+            )
+
     val_t = top.table("validity")
     validity = Validity(
         schedule_lag_p99_s=val_t.quantity("schedule_lag_p99", Dimension.TIME, default=0.010),
@@ -389,7 +414,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     )
     val_t.done()
     top.done()
-    return Scenario(name, description, p, server, workload, objectives, validity)
+    return Scenario(name, description, p, server, workload, objectives, validity, goodput)
 
 
 def _parse_workload(t: _Table) -> Workload:
@@ -504,6 +529,11 @@ def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
             if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value):
                 raise t.error(k, value, "expected a list of CPU ids (integers >= 0), e.g. [0]")
             cpus[k] = tuple(value)
+        obj_t = t.table("objectives")
+        objectives = tuple(
+            parse_objective(p, obj_t.prefix, k, v) for k, v in obj_t.data.items()
+        ) or (base.objectives if base else ())
+        obj_t.used.update(obj_t.data)
         prof = Profile(
             name=name,
             description=t.get("description", str, default=base.description if base else ""),
@@ -517,6 +547,7 @@ def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
             env=env,
             server_cpus=cpus["server_cpus"],
             client_cpus=cpus["client_cpus"],
+            objectives=objectives,
             source=p,
         )
         t.done()

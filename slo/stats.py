@@ -34,6 +34,14 @@ class RunSummary:
     itl: tuple[float, ...]
     schedule_lag: tuple[float, ...]
     output_tokens: int
+    n_good: int | None = None
+    """Requests that met every per-request goodput bound; None when no bounds were given."""
+
+    @property
+    def goodput(self) -> float | None:
+        if self.n_good is None:
+            return None
+        return self.n_good / self.window_s if self.window_s > 0 else 0.0
 
     @property
     def n_errors(self) -> int:
@@ -58,9 +66,11 @@ class RunSummary:
         return values
 
     def aggregate(self, metric: str) -> float:
-        if metric not in ("request_throughput", "output_throughput", "error_rate"):
+        if metric not in ("request_throughput", "output_throughput", "error_rate", "goodput"):
             raise KeyError(metric)
-        value: float = getattr(self, metric)
+        value: float | None = getattr(self, metric)
+        if value is None:
+            raise KeyError(f"{metric}: no per-request bounds were given")
         return value
 
     def as_dict(self) -> dict[str, object]:
@@ -76,6 +86,7 @@ class RunSummary:
             "output_throughput": self.output_throughput,
             "error_rate": self.error_rate,
             "output_tokens": self.output_tokens,
+            "goodput": self.goodput,
         }
         for metric in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
             values = self.samples(metric)
@@ -103,7 +114,13 @@ def safe_percentile(values: Sequence[float], q: float) -> float:
     return INF if math.isnan(p) else p
 
 
-def summarize(records: Iterable[RequestRecord], request_class: str | None = None) -> RunSummary:
+def summarize(
+    records: Iterable[RequestRecord],
+    request_class: str | None = None,
+    goodput_limits: Mapping[str, float] | None = None,
+) -> RunSummary:
+    """``goodput_limits``: per-request bounds (metric -> seconds, e.g. {"ttft": 0.5}) a request
+    must all meet to count as good; goodput is the good requests per second of the window."""
     measured = [
         r
         for r in records
@@ -128,6 +145,16 @@ def summarize(records: Iterable[RequestRecord], request_class: str | None = None
                 out.append(INF)
         return tuple(out)
 
+    n_good = None
+    if goodput_limits is not None:
+        n_good = sum(
+            1
+            for r in ok
+            if all(
+                (v := getattr(r, f"{m}_s")) is not None and v <= limit
+                for m, limit in goodput_limits.items()
+            )
+        )
     return RunSummary(
         request_class=request_class,
         n=len(measured),
@@ -140,4 +167,5 @@ def summarize(records: Iterable[RequestRecord], request_class: str | None = None
         itl=tuple(g for r in ok for g in r.itl_s),
         schedule_lag=tuple(r.schedule_lag_s for r in measured),
         output_tokens=sum(r.output_tokens or 0 for r in ok),
+        n_good=n_good,
     )

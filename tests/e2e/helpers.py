@@ -13,7 +13,7 @@ import psutil
 
 from fixtures.server import ServerConfig
 from fixtures.session import ScenarioRunner, ServerPool, select
-from fixtures.settings import ROOT, Settings
+from fixtures.settings import ROOT, Settings, programmatic
 
 
 def run_suite(
@@ -64,21 +64,7 @@ def junit_cases(path: Path) -> dict[str, dict[str, Any]]:
 
 def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
     """The server config the realtime scenario gets under the cpu-tiny profile."""
-    s = settings or Settings(
-        profile="cpu-tiny",
-        profile_source="test",
-        endpoint=None,
-        api_key_env="VLLM_API_KEY",
-        api_key=None,
-        vllm_python=sys.executable,
-        startup_timeout_s=600,
-        tighten=1,
-        max_requests=None,
-        model=None,
-        run_dir=ROOT / "reports" / "runs" / "unused",
-        host="127.0.0.1",
-        progress=False,
-    )
+    s = settings or programmatic("cpu-tiny")
     return ScenarioRunner(s, ServerPool(s)).server_config(select("realtime", s))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.helpers import group_alive, junit_cases, run_suite
 
-OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput")
+OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput", "goodput")
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def test_realtime_scenario_passes_on_cpu_vllm(
 ) -> None:
     proc, out = main_run
     assert proc.returncode == 0
-    assert re.search(r"\b4 passed\b", proc.stdout)
+    assert re.search(r"\b5 passed\b", proc.stdout)
     cases = junit_cases(out / "junit.xml")
     assert {c.split("[", 1)[1].rstrip("]") for c in cases} == set(OBJECTIVES)
     for case in cases.values():
@@ -88,7 +88,7 @@ def test_ten_times_tighter_thresholds_fail(
     _, out = main_run
     proc = run_suite(["-m", "realtime", "--slo-replay", str(out), "--slo-tighten", "10"], tmp_path)
     assert proc.returncode == 1
-    assert re.search(r"\b4 failed\b", proc.stdout)
+    assert re.search(r"\b5 failed\b", proc.stdout)
     assert re.search(r"ttft p99 = [\d.]+ m?s > [\d.]+ ms \(n=600, profile cpu-tiny", proc.stdout)
     assert re.search(r"output_throughput = [\d.]+ tok/s < [\d.]+ tok/s", proc.stdout)
 

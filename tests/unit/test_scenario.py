@@ -145,3 +145,27 @@ def test_objective_parser_fuzz_raises_only_suite_errors(key: str, value: object)
         assert re.match(r"f\.toml: key 'objectives\.p\.", str(e))
     else:
         assert o.threshold >= 0
+
+
+def test_goodput_bounds_are_parsed_and_required(tmp_path: Path) -> None:
+    s = load_scenario("realtime")
+    assert s.goodput == {"ttft": pytest.approx(0.2), "tpot": pytest.approx(0.02)}
+    no_bounds = GOOD.replace("[goodput]", "[unused]").replace('ttft = "200ms"\ntpot = "20ms"\n', "")
+    no_bounds = no_bounds.replace("[unused]\n", "")
+    with pytest.raises(ScenarioFileError, match=r"goodput objective needs a \[goodput\] table"):
+        load_scenario(write(tmp_path, no_bounds))
+    bad = GOOD.replace('tpot = "20ms"', 'itl = "20ms"')
+    with pytest.raises(ScenarioFileError, match=r"'goodput.itl' = '20ms': unknown key"):
+        load_scenario(write(tmp_path, bad))
+
+
+def test_mlperf_presets_apply_where_a_scenario_has_no_table() -> None:
+    from fixtures.session import select
+    from fixtures.settings import programmatic
+
+    sel = select("realtime", programmatic("mlperf-llama2-70b-interactive"))
+    assert [o.describe() for o in sel.objectives] == ["ttft p99 <= 450 ms", "tpot p99 <= 40 ms"]
+    assert sel.model == "meta-llama/Llama-2-70b-chat-hf"
+    assert sel.engine_args["dtype"] == "bfloat16"  # inherited from gpu-llama2-7b
+    # A scenario's own table for the profile wins over nothing; cpu-tiny has one.
+    assert len(select("realtime", programmatic("cpu-tiny")).objectives) == 5

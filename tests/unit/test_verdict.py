@@ -124,3 +124,15 @@ def test_validity_bounds_only_the_lag_it_is_given() -> None:
     reasons = check_validity(s, Validity(schedule_lag_p99_s=0.020), late_open_loop)
     assert len(reasons) == 1 and reasons[0].startswith("schedule lag p99 = 300 ms > 20 ms")
     assert check_validity(s, Validity(schedule_lag_p99_s=0.020), []) == []
+
+
+def test_goodput_counts_requests_meeting_every_bound() -> None:
+    fast = [rec(i, 10, 100) for i in range(60)]  # ttft 10 ms, tpot ~2.8 ms
+    slow_first = [rec(60 + i, 300, 400) for i in range(30)]  # ttft 300 ms
+    failed = [rec(90 + i, 0, 100, error="HTTP 503: x") for i in range(10)]
+    s = summarize(fast + slow_first + failed, goodput_limits={"ttft": 0.2, "tpot": 0.02})
+    assert s.n_good == 60
+    assert s.goodput == pytest.approx(60 / s.window_s)
+    v = evaluate(obj("goodput", ">= 1 req/s"), s, confidence=0.95, profile="p")
+    assert v.outcome is Outcome.PASS and v.estimate == pytest.approx(s.goodput)
+    assert summarize(fast).goodput is None  # no bounds, no goodput
