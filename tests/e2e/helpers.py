@@ -30,8 +30,7 @@ def run_suite(
         "-m",
         "pytest",
         *args,
-        "--report-dir",
-        str(report_dir),
+        f"--report-dir={report_dir}",  # with '=': pytest must not take the folder for a test path
         "-p",
         "no:cacheprovider",
         "--no-progress",

@@ -86,7 +86,7 @@ def test_ten_times_tighter_thresholds_fail(
     tmp_path: Path,
 ) -> None:
     _, out = main_run
-    proc = run_suite(["-m", "realtime", "--slo-replay", str(out), "--slo-tighten", "10"], tmp_path)
+    proc = run_suite(["-m", "realtime", f"--slo-replay={out}", "--slo-tighten", "10"], tmp_path)
     assert proc.returncode == 1
     assert re.search(r"\b5 failed\b", proc.stdout)
     assert re.search(r"ttft p99 = [\d.]+ m?s > [\d.]+ ms \(n=600, profile cpu-tiny", proc.stdout)
