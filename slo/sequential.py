@@ -181,7 +181,8 @@ class LookResult:
     final: bool
     """This is the last look: the workload is complete."""
     verdicts: tuple[Verdict, ...]
-    """One per objective, in the order given, at ``rule.look_confidence``."""
+    """One per early-decidable objective, in the order given, at ``rule.look_confidence``
+    (the others, e.g. throughput or goodput, are judged on the whole run only)."""
     decided: bool
     """Every early-decidable objective is PASS or FAIL, and either every objective is early
     decidable or one of them FAILs (the scenario's outcome can no longer change)."""
@@ -210,6 +211,8 @@ def check(
             f"{n} measured requests is not a look of the rule ({rule.looks}); judging between "
             "looks would void the error guarantee"
         )
+    # Only early-decidable objectives are judged at a look: the others need the whole run (and
+    # goodput needs bounds this summary does not carry).
     verdicts = tuple(
         evaluate(
             obj,
@@ -218,10 +221,11 @@ def check(
             profile=profile,
         )
         for obj in objectives
+        if early_decidable(obj)
     )
-    early = [v for v in verdicts if early_decidable(v.objective)]
+    early = list(verdicts)
     all_decided = bool(early) and all(v.outcome in (Outcome.PASS, Outcome.FAIL) for v in early)
-    complete = len(early) == len(verdicts) or any(v.outcome is Outcome.FAIL for v in early)
+    complete = len(early) == len(objectives) or any(v.outcome is Outcome.FAIL for v in early)
     return LookResult(
         n=n, final=n == rule.total_requests, verdicts=verdicts, decided=all_decided and complete
     )

@@ -403,3 +403,14 @@ def test_injector_serves_loopback_only_and_always_stops() -> None:
     conn.close()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", inj.port), timeout=2).close()
+
+
+def test_a_failing_record_callback_fails_the_run(injector: FaultInjector) -> None:
+    """An exception in the per-record callback must not vanish into asyncio's logger."""
+
+    def broken(records: list[RequestRecord]) -> bool:
+        raise RuntimeError("stop rule bug")
+
+    for plan in (open_plan(["a", "b", "c"]), closed_plan(["a", "b", "c"])):
+        with pytest.raises(RuntimeError, match="stop rule bug"):
+            asyncio.run(run_plan(plan, Target(injector.url, MODEL), stop_when=broken))

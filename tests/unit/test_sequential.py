@@ -417,3 +417,15 @@ def test_exact_error_rate_objective_at_the_threshold() -> None:
     naive = StopRule(looks=rule.looks, look_confidence=CONFIDENCE)
     q = exact_outcomes(naive, 0.05, error_rate_verdict(naive, bound))
     assert q[Outcome.PASS] + q[Outcome.FAIL] > ALPHA
+
+
+def test_run_level_objectives_are_not_judged_at_a_look() -> None:
+    # goodput needs per-request bounds a look's summary does not carry; judging it at a look
+    # raised, and the runner's callback swallowed it, so the run never stopped early.
+    rule = StopRule.for_workload(600, CONFIDENCE)
+    records = [rec(i, 300) for i in range(rule.looks[0])]
+    objectives = [obj("ttft p99", "<= 100ms"), obj("goodput", ">= 30 req/s")]
+    result = check(objectives, records, rule, "p")
+    assert [v.objective.metric for v in result.verdicts] == ["ttft"]
+    assert result.decided and result.stop  # the ttft FAIL settles the scenario
+    assert should_stop(records, objectives, rule, "p")
