@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reports.run_folder import RunFolder, ScenarioRun, ServerHistogram, VerdictRow
-from slo.quantile import quantile_ci
 from slo.records import RequestRecord
-from slo.stats import RunSummary, safe_percentile, summarize
+from slo.stats import RunSummary, quantile_interval, safe_percentile, summarize
 from slo.verdict import Outcome
 
 PERCENTILES = (50, 90, 99)
@@ -22,9 +21,6 @@ METRICS = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
 # Pooled inter-token gaps of one request are correlated, so an order-statistics interval that
 # assumes independent samples would be too narrow: ITL gets no interval.
 NO_INTERVAL = frozenset({"itl"})
-_HUGE = 1e300
-_HUGE_LIMIT = 1e100
-"""No latency in seconds comes near this: a value above it was derived from ``_HUGE``."""
 
 
 @dataclass(frozen=True)
@@ -57,20 +53,10 @@ class ClassStats:
 
 
 def _interval(values: Sequence[float], q: float, confidence: float, with_ci: bool) -> Interval:
-    # As slo.verdict does: the estimate from safe_percentile (a failed request is +inf and
-    # may be the percentile), the bounds from order statistics of the values with +inf
-    # clamped to a huge finite number, which quantile_ci can sort.
-    estimate = safe_percentile(values, q * 100)
     if not with_ci:
-        return Interval(estimate, math.nan, math.nan)
-    ci = quantile_ci([min(v, _HUGE) for v in values], q, confidence)
-
-    def back(v: float) -> float:
-        # quantile_ci widens the interval to reach its interpolated estimate, which mixes
-        # in the clamped value: anything that large came from a failed request.
-        return math.inf if v >= _HUGE_LIMIT else v
-
-    return Interval(estimate, min(back(ci.lower), estimate), max(back(ci.upper), estimate))
+        return Interval(safe_percentile(values, q * 100), math.nan, math.nan)
+    lower, estimate, upper = quantile_interval(values, q, confidence)  # as the verdicts do
+    return Interval(estimate, lower, upper)
 
 
 def class_stats(summary: RunSummary, confidence: float) -> ClassStats:
@@ -316,7 +302,7 @@ def decomposition(scenario: ScenarioRun) -> Decomposition | None:
         )
     comparisons = [TtftComparison("mean", client_mean, server_ttft, None)]
     for name, q in (("p50", 0.5), ("p99", 0.99)):
-        client_q = quantile_ci(client, q).estimate
+        client_q = safe_percentile(client, q * 100)
         sq = ttft_h.quantile(q) if ttft_h is not None else None
         comparisons.append(
             TtftComparison(

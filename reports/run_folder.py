@@ -19,6 +19,7 @@ from typing import Any, Literal
 from slo.errors import SuiteError
 from slo.histogram import Histogram
 from slo.records import RequestRecord, from_row
+from slo.scenario import objective_name
 from slo.verdict import Outcome
 
 TestStatus = Literal["passed", "failed", "error", "skipped"]
@@ -59,12 +60,7 @@ class VerdictRow:
     @property
     def name(self) -> str:
         """The objective without its threshold, e.g. ``ttft p99 class=realtime``."""
-        parts = [self.metric]
-        if self.statistic:
-            parts.append(self.statistic)
-        if self.request_class:
-            parts.append(f"class={self.request_class}")
-        return " ".join(parts)
+        return objective_name(self.metric, self.statistic, self.request_class)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -37,6 +37,16 @@ _OBJECTIVE_KEY = re.compile(
 _OBJECTIVE_VALUE = re.compile(r"^\s*(?P<cmp><=|>=)\s*(?P<q>.+?)\s*$")
 
 
+def objective_name(metric: str, statistic: str | None, request_class: str | None) -> str:
+    """``ttft p99 class=realtime``: an objective without its threshold, as files write it."""
+    parts = [metric]
+    if statistic:
+        parts.append(statistic)
+    if request_class:
+        parts.append(f"class={request_class}")
+    return " ".join(parts)
+
+
 @dataclass(frozen=True)
 class Objective:
     """One thing that must hold, e.g. ``ttft p99 <= 800ms``."""
@@ -55,12 +65,7 @@ class Objective:
 
     @property
     def name(self) -> str:
-        parts = [self.metric]
-        if self.statistic:
-            parts.append(self.statistic)
-        if self.request_class:
-            parts.append(f"class={self.request_class}")
-        return " ".join(parts)
+        return objective_name(self.metric, self.statistic, self.request_class)
 
     @property
     def quantile(self) -> float | None:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from scipy import stats as scipy_stats
 
-from slo.quantile import min_samples_to_bound_lower, min_samples_to_bound_upper, quantile_ci
+from slo.quantile import min_samples_to_bound_lower, min_samples_to_bound_upper
 from slo.scenario import Objective, Validity
-from slo.stats import RunSummary, safe_percentile
+from slo.stats import RunSummary, quantile_interval, safe_percentile
 from slo.units import Dimension, format_quantity
 
 
@@ -141,15 +141,8 @@ def _interval(obj: Objective, s: RunSummary, confidence: float) -> tuple[float, 
         return mean - half, mean, mean + half, n
     q = obj.quantile
     assert q is not None
-    if any(math.isinf(v) for v in values):
-        # quantile_ci interpolates; with infinities only the order statistics are meaningful.
-        ordered = sorted(values)
-        ci = quantile_ci([min(v, 1e300) for v in ordered], q, confidence)
-        lo = math.inf if ci.lower >= 1e300 else ci.lower
-        hi = math.inf if ci.upper >= 1e300 else ci.upper
-        return lo, safe_percentile(values, q * 100), hi, n
-    ci = quantile_ci(values, q, confidence)
-    return ci.lower, ci.estimate, ci.upper, n
+    lo, est, hi = quantile_interval(values, q, confidence)
+    return lo, est, hi, n
 
 
 def _inconclusive_note(obj: Objective, n: int, confidence: float) -> str:
