@@ -284,6 +284,36 @@ def _message(case: JunitCase) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
+def claim_tables(case: JunitCase) -> tuple[list[str], list[list[str]]]:
+    """A claim test's ``claim.<variant>.<figure>`` properties as (figure names, rows by variant).
+
+    Figures ending in ``_s`` are seconds, ``_tok_s`` output tokens per second.
+    """
+    by_variant: dict[str, dict[str, str]] = {}
+    for key, value in case.properties.items():
+        if not key.startswith("claim.") or key.count(".") < 2:
+            continue
+        variant, figure = key[len("claim.") :].rsplit(".", 1)
+        metric = "output_throughput" if figure.endswith("_tok_s") else "ttft"
+        try:
+            by_variant.setdefault(variant, {})[figure] = fmt(float(value), metric)
+        except ValueError:
+            by_variant.setdefault(variant, {})[figure] = value
+    figures = sorted({f for v in by_variant.values() for f in v})
+    rows = [[variant, *(v.get(f, "") for f in figures)] for variant, v in by_variant.items()]
+    return figures, rows
+
+
+def claim_cases(run: RunFolder) -> list[JunitCase]:
+    return [t for t in run.other_tests if any(k.startswith("claim.") for k in t.properties)]
+
+
+def unjudged_tests(run: RunFolder) -> list[JunitCase]:
+    """Tests that judged no objective and measured no claim."""
+    claims = claim_cases(run)
+    return [t for t in run.other_tests if t not in claims]
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -410,6 +440,24 @@ def _other_tests_html(tests: Sequence[JunitCase]) -> str:
         "objective: tests that stopped before judging, or checks of another kind.</p>"
         + _table(["test", "status", "message"], rows, raw=True)
     )
+
+
+def _claims_html(run: RunFolder) -> str:
+    cases = claim_cases(run)
+    if not cases:
+        return ""
+    parts = [
+        "<section id='claims'><h2>Claims measured</h2><p class='note'>Tuning advice tested as "
+        "a comparison: the same load (same seed) under each variant's engine args, one server "
+        "at a time. The test asserts only the direction named in its title.</p>"
+    ]
+    for case in cases:
+        figures, rows = claim_tables(case)
+        parts.append(f"<h3>{_e(case.name)} {_badge(case.status)}</h3>")
+        if case.message:
+            parts.append(f"<p class='msg'>{_e(_message(case))}</p>")
+        parts.append(_table(["variant", *figures], rows))
+    return "".join(parts) + "</section>"
 
 
 def _comparison_html(report: SignoffReport) -> str:
@@ -582,8 +630,9 @@ def render_html(report: SignoffReport) -> str:
         "<p class='note'>PASS: the whole confidence interval meets the threshold; FAIL: the "
         "whole interval misses it; INCONCLUSIVE: it straddles the threshold (counts as not "
         "passed for sign-off); INVALID: the run broke a validity bound.</p>",
-        _other_tests_html(run.other_tests),
+        _other_tests_html(unjudged_tests(run)),
         "</section>",
+        _claims_html(run),
         _comparison_html(report),
         *(_section_html(s, report.confidence) for s in report.sections),
         "<section id='environment'><h2>Environment</h2>",
@@ -665,12 +714,19 @@ def render_markdown(report: SignoffReport) -> str:
         lines.append("")
     else:
         lines += ["No objective was judged in this run.", ""]
-    if run.other_tests:
+    if unjudged := unjudged_tests(run):
         lines += ["### Tests without a verdict", ""]
         lines += _md_table(
             ["test", "status", "message"],
-            ([t.test_id, t.status, _message(t)] for t in run.other_tests),
+            ([t.test_id, t.status, _message(t)] for t in unjudged),
         )
+    claims = claim_cases(run)
+    if claims:
+        lines += ["## Claims measured", ""]
+    for case in claims:
+        figures, variants = claim_tables(case)
+        lines += [f"### {_md(case.name)}: {case.status}", ""]
+        lines += _md_table(["variant", *figures], variants)
     if report.baselines:
         lines += ["## Compared with earlier runs", ""]
         lines += _md_table(

@@ -18,9 +18,7 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
     starts = json.loads((tmp_path / "servers" / "starts.json").read_text())
     assert len(starts) == 3
     claim = cases["test_priority_scheduling_lowers_realtime_ttft"]["properties"]
-    assert float(claim["claim.priority_realtime_ttft_p90_s"]) < float(
-        claim["claim.fcfs_realtime_ttft_p90_s"]
-    )
+    assert float(claim["claim.priority.ttft_p90_s"]) < float(claim["claim.fcfs.ttft_p90_s"])
     # Per-class records: both classes ran at the same time, with their priorities.
     rows = [json.loads(r) for r in (tmp_path / "mixed" / "records.jsonl").read_text().splitlines()]
     realtime = [r for r in rows if r["class"] == "realtime" and not r["warmup"]]

@@ -322,6 +322,32 @@ def test_signoff_html_of_the_sample_run(tmp_path: Path) -> None:
         assert re.search(rf"^\| realtime \| {objective} \| PASS \|", md, re.MULTILINE)
 
 
+def test_signoff_lists_a_claims_figures_by_variant(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(NEW, run)
+    junit = run / "junit.xml"
+    claim = (
+        '<testcase classname="suites.test_mixed" name="test_priority_scheduling_lowers_realtime_'
+        'ttft" file="suites/test_mixed.py" line="20" time="1.0"><properties>'
+        '<property name="claim.priority.ttft_p90_s" value="0.171" />'
+        '<property name="claim.priority.output_tok_s" value="1261.0" />'
+        '<property name="claim.fcfs.ttft_p90_s" value="2.217" />'
+        "</properties></testcase></testsuite>"
+    )
+    junit.write_text(junit.read_text().replace("</testsuite>", claim, 1))
+    files = write_signoff([run], tmp_path / "out")
+    rows, _ = table_rows(files.html.read_text(), "claims")
+    assert rows == [
+        ["variant", "output_tok_s", "ttft_p90_s"],
+        ["priority", "1261 tok/s", "171 ms"],
+        ["fcfs", "", "2.22 s"],
+    ]
+    md = files.markdown.read_text()
+    assert "## Claims measured" in md and "| fcfs |  | 2.22 s |" in md
+    # Listed as a claim, not again among the tests that judged nothing.
+    assert "test_priority_scheduling" not in md.split("## Claims measured")[0]
+
+
 def test_signoff_with_a_baseline_shows_each_change(tmp_path: Path) -> None:
     files = write_signoff([NEW, SAMPLE], tmp_path)
     html = files.html.read_text()
