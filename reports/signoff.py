@@ -180,15 +180,18 @@ def ttft_markers(verdicts: Iterable[VerdictRow]) -> list[charts.Marker]:
     return out
 
 
-def _scenario_marker(label: str) -> str:
-    # A variant folder such as mixed[fcfs] belongs to the scenario (and marker) mixed.
-    return label.split("[", 1)[0]
+def scenario_marker(label: str) -> str:
+    """The marker that selects a scenario folder's tests: its scenario name, '-' written '_'.
+
+    A variant folder (``mixed.fcfs``; ``mixed[fcfs]`` in older runs) belongs to its scenario.
+    """
+    return label.split("[", 1)[0].split(".", 1)[0].replace("-", "_")
 
 
 def reproduce(run: RunFolder) -> list[tuple[str, str | None, str]]:
     """(what, command or None, note) lines for the reproduce section."""
     out: list[tuple[str, str | None, str]] = []
-    scenarios = sorted({_scenario_marker(s.label) for s in run.scenarios}) or sorted(
+    scenarios = sorted({scenario_marker(s.label) for s in run.scenarios}) or sorted(
         {v.scenario for v in run.verdicts}
     )
     marker = " or ".join(scenarios) if scenarios else "SCENARIO"

@@ -29,7 +29,13 @@ from reports.charts import nice_ticks
 from reports.files import write_json, write_jsonl
 from reports.junit_report import junit_xml, write_junit
 from reports.run_folder import ScenarioRun, load_run, read_junit, verdicts_from_junit
-from reports.signoff import build_report, render_html, render_markdown, write_signoff
+from reports.signoff import (
+    build_report,
+    render_html,
+    render_markdown,
+    scenario_marker,
+    write_signoff,
+)
 from slo.errors import SuiteError
 from slo.records import RequestRecord, to_row
 from slo.verdict import Outcome
@@ -320,6 +326,19 @@ def test_signoff_html_of_the_sample_run(tmp_path: Path) -> None:
     md = files.markdown.read_text()
     for objective in ("ttft p50", "ttft p99", "tpot p99", "output_throughput"):
         assert re.search(rf"^\| realtime \| {objective} \| PASS \|", md, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("label", "marker"),
+    [
+        ("realtime", "realtime"),
+        ("mixed.fcfs", "mixed"),
+        ("mixed[fcfs]", "mixed"),
+        ("long-prompts.budget-256", "long_prompts"),
+    ],
+)
+def test_reproduce_selects_a_folder_by_its_scenarios_marker(label: str, marker: str) -> None:
+    assert scenario_marker(label) == marker
 
 
 def test_signoff_lists_a_claims_figures_by_variant(tmp_path: Path) -> None:
