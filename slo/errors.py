@@ -33,6 +33,10 @@ class VllmNotInstalledError(SuiteError):
     """No usable vLLM for the interpreter that is to run the server."""
 
 
+class VllmVersionError(VllmNotInstalledError):
+    """A vLLM release older than the suite supports."""
+
+
 class ServerStartError(SuiteError):
     """vLLM did not become healthy: exited, or timed out."""
 
