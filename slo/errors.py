@@ -51,3 +51,14 @@ class ModelError(SuiteError):
 
 class WorkloadError(SuiteError):
     """A workload that cannot be built (e.g. a prompt length the model cannot take)."""
+
+
+class RecordError(SuiteError, ValueError):
+    """A stored request record (a row of records.jsonl) that cannot be read back.
+
+    Also a ValueError, so readers that report bad lines with their line number catch it.
+    """
+
+
+class MetricsError(SuiteError):
+    """A server's Prometheus /metrics text that cannot be parsed."""
