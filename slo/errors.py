@@ -33,6 +33,10 @@ class VllmNotInstalledError(SuiteError):
     """No usable vLLM for the interpreter that is to run the server."""
 
 
+class VllmVersionError(VllmNotInstalledError):
+    """A vLLM release older than the suite supports."""
+
+
 class ServerStartError(SuiteError):
     """vLLM did not become healthy: exited, or timed out."""
 
@@ -47,3 +51,14 @@ class ModelError(SuiteError):
 
 class WorkloadError(SuiteError):
     """A workload that cannot be built (e.g. a prompt length the model cannot take)."""
+
+
+class RecordError(SuiteError, ValueError):
+    """A stored request record (a row of records.jsonl) that cannot be read back.
+
+    Also a ValueError, so readers that report bad lines with their line number catch it.
+    """
+
+
+class MetricsError(SuiteError):
+    """A server's Prometheus /metrics text that cannot be parsed."""

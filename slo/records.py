@@ -6,6 +6,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from slo.errors import RecordError
+
 
 @dataclass(frozen=True)
 class RequestRecord:
@@ -99,19 +101,76 @@ def to_row(r: RequestRecord, t0_ns: int) -> dict[str, Any]:
     }
 
 
-def from_row(row: dict[str, Any]) -> RequestRecord:
+def from_row(row: object) -> RequestRecord:
+    """A row written by ``to_row`` (times relative to the run's start) back as a record.
+
+    Every field is checked: the statistics do arithmetic on these values, so a hand-edited or
+    damaged row is a ``RecordError`` naming the field, not a crash later.
+    """
+    if not isinstance(row, dict):
+        raise RecordError(
+            f"request record {_shown(row)}: expected a JSON object with the keys "
+            f"{', '.join(_ROW_KEYS)} (one row per line, as the suite writes records.jsonl)"
+        )
+
+    def get(key: str, kind: type, optional: bool) -> Any:
+        if key not in row:
+            raise RecordError(f"request record has no {key!r}: {_FIX}")
+        value = row[key]
+        if value is None and optional:
+            return None
+        # bool is an int to Python, never to a record: reject it where a number is expected.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            what = _KIND_NAMES[kind] + (" or null" if optional else "")
+            raise RecordError(f"request record {key!r} = {_shown(value)}: expected {what}. {_FIX}")
+        return value
+
+    chunks = get("chunk_ns", list, False)
+    if not all(type(t) is int for t in chunks):
+        raise RecordError(
+            f"request record 'chunk_ns' = {_shown(chunks)}: expected a list of integers. {_FIX}"
+        )
     return RequestRecord(
-        index=row["index"],
-        request_class=row["class"],
-        intended_send_ns=row["intended_send_ns"],
-        sent_ns=row["sent_ns"],
-        first_text_ns=row["first_text_ns"],
-        end_ns=row["end_ns"],
-        chunk_ns=tuple(row["chunk_ns"]),
-        prompt_tokens=row["prompt_tokens"],
-        output_tokens=row["output_tokens"],
-        expected_prompt_tokens=row["expected_prompt_tokens"],
-        max_tokens=row["max_tokens"],
-        warmup=row["warmup"],
-        error=row["error"],
+        index=get("index", int, False),
+        request_class=get("class", str, False),
+        intended_send_ns=get("intended_send_ns", int, False),
+        sent_ns=get("sent_ns", int, False),
+        first_text_ns=get("first_text_ns", int, True),
+        end_ns=get("end_ns", int, True),
+        chunk_ns=tuple(chunks),
+        prompt_tokens=get("prompt_tokens", int, True),
+        output_tokens=get("output_tokens", int, True),
+        expected_prompt_tokens=get("expected_prompt_tokens", int, True),
+        max_tokens=get("max_tokens", int, True),
+        warmup=get("warmup", bool, False),
+        error=get("error", str, True),
     )
+
+
+_ROW_KEYS = (
+    "index",
+    "class",
+    "warmup",
+    "error",
+    "intended_send_ns",
+    "sent_ns",
+    "first_text_ns",
+    "end_ns",
+    "chunk_ns",
+    "prompt_tokens",
+    "expected_prompt_tokens",
+    "output_tokens",
+    "max_tokens",
+)
+_KIND_NAMES: dict[type, str] = {
+    int: "an integer",
+    str: "a string",
+    bool: "true or false",
+    list: "a list",
+}
+_FIX = "Rows are written by the suite; restore the file from the run, or delete the damaged row"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -280,6 +280,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ScenarioFileError(str(path), "", None, "file not found") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioFileError(str(path), "", None, f"not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioFileError(
+            str(path), "", None, f"not UTF-8 text ({e}); TOML files are UTF-8: save it as UTF-8"
+        ) from None
+    except OSError as e:
+        raise ScenarioFileError(
+            str(path), "", None, f"cannot be read ({e.strerror}): pass a readable .toml file"
+        ) from None
 
 
 # ---------------------------------------------------------------- objectives

@@ -1,0 +1,110 @@
+"""vLLM killed (SIGKILL) in the middle of a workload: a clear failure, nothing measured is lost,
+and the next test that needs a server gets a fresh one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from fixtures.settings import ROOT
+from tests.e2e.helpers import group_alive
+
+
+def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
+    text = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
+    text = text.replace('name = "realtime"', f'name = "{name}"', 1)
+    text = text.replace("requests = 600", f"requests = {requests}", 1)
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    (folder / f"test_{name}.py").write_text(
+        "import pytest\n"
+        f"pytestmark = pytest.mark.scenario({str(path)!r})\n"
+        "def test_objective(slo_check, objective):\n    slo_check(objective)\n"
+    )
+    return path
+
+
+def test_sigkill_mid_workload(tmp_path: Path) -> None:
+    # Same engine args, so both modules ask for one server config: the second must get a new
+    # server, not the dead one. "a_killed" runs first (file order within one config).
+    _scenario_copy(tmp_path, "a_killed", 400)  # 100 s at 4 req/s: the kill lands mid-run
+    _scenario_copy(tmp_path, "b_after", 20)
+    reports = tmp_path / "reports"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "fixtures.plugin",
+            str(tmp_path / "test_a_killed.py"),
+            str(tmp_path / "test_b_after.py"),
+            f"--report-dir={reports}",
+            f"--junitxml={reports / 'junit.xml'}",  # the modules are not under suites/
+            "-p",
+            "no:cacheprovider",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    starts = reports / "servers" / "starts.json"
+    deadline = time.monotonic() + 600
+    while not starts.exists():
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the server did not start in 600 s"
+        time.sleep(0.5)
+    first = json.loads(starts.read_text())[0]["pid"]
+    time.sleep(8)  # past the warm-up, inside the measured requests
+    os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
+    out, _ = proc.communicate(timeout=900)
+    print(out[-6000:])
+    assert proc.returncode == 1
+
+    # The killed scenario's tests fail with the exit code and the log's tail, every one of them
+    # with the same error (the workload is not sent again).
+    cases = ET.parse(reports / "junit.xml").getroot().findall(".//testcase")
+    assert len(cases) == 10
+    messages = {
+        (str(c.get("classname")), str(c.get("name"))): "".join(
+            str(f.get("message", "")) for f in c.iter() if f.tag in ("failure", "error")
+        )
+        for c in cases
+    }
+    died = [m for (cls, _), m in messages.items() if "a_killed" in cls]
+    assert len(died) == 5
+    assert all("exited with code -9 (killed by SIGKILL)" in m for m in died), died
+    assert all("--- last lines of the log ---" in m for m in died)
+    assert out.count("exited with code -9") >= 5
+
+    # What was measured is kept: requests that were in flight are errors, not dropped.
+    folder = reports / "a_killed"
+    rows = [json.loads(r) for r in (folder / "records.jsonl").read_text().splitlines()]
+    measured = [r for r in rows if not r["warmup"]]
+    assert 0 < len(measured) < 400  # sending stopped once the server was seen dead
+    ok = [r for r in measured if r["error"] is None]
+    errors = [r["error"] for r in measured if r["error"] is not None]
+    assert ok and errors, errors
+    assert all(re.match(r"(StreamCut|NoResponse|ConnectError): ", e) for e in errors), errors
+    summary = json.loads((folder / "summary.json").read_text())
+    assert "the server died mid-workload" in summary["invalid_reasons"]
+    assert summary["summary"]["errors"] == len(errors)
+
+    # The next test that needs the config got a fresh server, and it served every request.
+    pids = [s["pid"] for s in json.loads(starts.read_text())]
+    assert len(pids) == 2 and pids[0] != pids[1]
+    after = [
+        json.loads(r) for r in (reports / "b_after" / "records.jsonl").read_text().splitlines()
+    ]
+    assert len(after) == 28 and all(r["error"] is None for r in after)
+    assert group_alive(pids[0]) == [] and group_alive(pids[1]) == []

