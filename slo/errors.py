@@ -47,3 +47,11 @@ class ModelError(SuiteError):
 
 class WorkloadError(SuiteError):
     """A workload that cannot be built (e.g. a prompt length the model cannot take)."""
+
+
+class RegressionLimitError(SuiteError):
+    """A --slo-regression value that is no positive percentage."""
+
+
+class BaselineError(SuiteError):
+    """A --slo-baseline that is neither a run folder nor a pytest-benchmark JSON file."""
