@@ -26,12 +26,14 @@ from reports.analysis import (
     ComparisonRow,
     Decomposition,
     Interval,
+    ServerSeries,
     Timeline,
     compare,
     confidence_of,
     decomposition,
     overall,
     scenario_stats,
+    server_series,
     timeline,
     ttft_cdfs,
 )
@@ -52,6 +54,7 @@ class ScenarioSection:
     cdfs: tuple[Cdf, ...]
     timeline: Timeline
     decomposition: Decomposition | None
+    server: ServerSeries | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
             cdfs=ttft_cdfs(s),
             timeline=timeline(s),
             decomposition=decomposition(s),
+            server=server_series(s),
         )
         for s in candidate.scenarios
         if s.records
@@ -554,7 +558,28 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
         + "</div><figure><h3>TTFT and load over time</h3>"
         + tl
         + "<figcaption>Each dot is one request at its send time. Requests in flight above "
-        "max_num_seqs wait in vLLM's queue.</figcaption></figure></section>"
+        "max_num_seqs wait in vLLM's queue.</figcaption></figure>" + _server_html(s) + "</section>"
+    )
+
+
+def _server_html(s: ScenarioSection) -> str:
+    title = "vLLM's queue over time"
+    if s.server is None:
+        return (
+            f"<figure><h3>{title}</h3><p class='note'>Not available: this run has no "
+            "server_series.jsonl (it predates the sampling, ran from stored records, or the "
+            "server's /metrics could not be read).</p></figure>"
+        )
+    chart = charts.server_chart(
+        s.server, s.timeline.duration_s, f"{title}, scenario {s.scenario.label}"
+    )
+    return (
+        f"<figure><h3>{title}</h3>"
+        + chart
+        + "<figcaption>From vLLM's own /metrics, read during the workload: requests running "
+        "and waiting in its scheduler, KV-cache use, and its own mean TTFT of the requests "
+        "whose first token came in each interval. Same time axis as above.</figcaption>"
+        "</figure>"
     )
 
 
@@ -735,6 +760,15 @@ def render_markdown(report: SignoffReport) -> str:
             "the verdicts use; failed requests count as infinitely slow; itl has no interval.",
             "",
         ]
+        if s.server is not None:
+            sv = s.server
+            lines += [
+                f"vLLM /metrics during the workload ({len(sv.t_s)} samples, every "
+                f"{sv.interval_s:.1f} s): running peak {max(sv.running):.0f}, waiting peak "
+                f"{max(sv.waiting):.0f}, KV cache peak {max(sv.kv_cache_usage):.0%}, "
+                f"{sv.preemptions} preemptions.",
+                "",
+            ]
         d = s.decomposition
         if d is None:
             lines += ["TTFT decomposition: not available (no vLLM histograms in this run).", ""]
