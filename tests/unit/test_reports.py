@@ -37,7 +37,14 @@ from slo.verdict import Outcome
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "run-sample"
 NEW = DATA / "run-new"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = next(
+    (
+        p
+        for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+        if p and Path(p).exists()
+    ),
+    None,
+)
 SAMPLE_OBJECTIVES = {
     "ttft p50 <= 60 ms": "PASS",
     "ttft p99 <= 200 ms": "PASS",
@@ -557,12 +564,48 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt install chromium)")
+# What a browser measured, written into the page so --dump-dom carries it out.
+_PROBE = """<script>
+const t = document.querySelector('#verdicts table').getBoundingClientRect();
+const p = document.createElement('pre'); p.id = 'probe';
+p.textContent = JSON.stringify({top: t.top, height: t.height, width: t.width,
+  rows: document.querySelectorAll('#verdicts table tbody tr').length,
+  page: document.documentElement.scrollWidth, view: window.innerWidth});
+document.body.appendChild(p);
+</script>"""
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on PATH or at /usr/bin/chromium: .ci/run installs it (apt-get, as "
+    "root); elsewhere run `apt-get install chromium`",
+)
 def test_chromium_renders_the_report(tmp_path: Path) -> None:
-    files = write_signoff([NEW, SAMPLE], tmp_path)
+    from tests.unit.test_server_series import _with_series
+
+    files = write_signoff([_with_series(tmp_path), SAMPLE], tmp_path)
     url = files.html.as_uri()
     dom = _chromium("--dump-dom", url).stdout
-    assert "vLLM SLO sign-off" in dom and dom.count("<svg") >= 2
+    assert "vLLM SLO sign-off" in dom and dom.count("<svg") >= 4
+    rows, _ = table_rows(dom, "verdicts")
+    verdicts = json.loads((NEW / "verdicts.json").read_text())
+    assert [(r[1], r[2]) for r in rows[1:]] == [
+        (v["objective"].split(" <=")[0].split(" >=")[0], v["outcome"]) for v in verdicts
+    ]
+    assert "vLLM's queue over time" in unescape(dom)
+
+    probed = tmp_path / "probed.html"
+    probed.write_text(files.html.read_text().replace("</body>", _PROBE + "</body>"))
+    dom = _chromium("--window-size=1400,1000", "--dump-dom", probed.as_uri()).stdout
+    found = re.search(r"<pre id=\"probe\">(.*?)</pre>", dom)
+    assert found, dom[-2000:]
+    box = json.loads(unescape(found.group(1)))
+    # The verdict table is laid out, whole, in the first screenful, and nothing is wider
+    # than the window (no sideways scrolling to read a verdict).
+    assert box["rows"] == len(verdicts) and box["height"] > 30 * len(verdicts)
+    assert 0 < box["top"] < 400 and box["width"] <= box["view"]
+    assert box["page"] <= box["view"]
+
     shot = tmp_path / "signoff.png"
     result = _chromium(f"--screenshot={shot}", "--window-size=1400,3000", url)
     assert shot.exists(), result.stderr[-2000:]
