@@ -131,6 +131,9 @@ def _replay(tmp_path: Path, baseline: Path, limit: str) -> tuple[str, dict[str, 
         cwd=ROOT,
         timeout=300,
     )
+    # pytest's and pytest-benchmark's files were renamed into place, none left half-named.
+    assert (run_dir / "benchmark.json").exists()
+    assert list(run_dir.glob(".*.partial")) == []
     cases = {
         tc.get("name", ""): tc
         for tc in ET.parse(run_dir / "junit.xml").iter("testcase")
