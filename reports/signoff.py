@@ -398,7 +398,62 @@ def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
     return _table(head, rows, raw=True)
 
 
+def regression_tests(run: RunFolder) -> tuple[JunitCase, ...]:
+    """The run's --slo-baseline tests (test_regression[...]), which carry the figures."""
+    return tuple(t for t in run.other_tests if "slo.baseline" in t.properties)
+
+
+def regression_row(t: JunitCase) -> list[str]:
+    """objective, status, candidate, baseline, change, limit, message."""
+    objective = t.name.partition("[")[2].rstrip("]") or t.name
+    metric = objective.split(" ")[0]
+    p = t.properties
+
+    def value(key: str, how: str) -> str:
+        raw = p.get(key)
+        if raw in (None, "None", ""):
+            return ""
+        v = float(str(raw))
+        return fmt_change(v) if how == "change" else f"{v:.0%}" if how == "pct" else fmt(v, metric)
+
+    return [
+        objective,
+        t.status,
+        value("slo.regression.candidate", "value"),
+        value("slo.regression.baseline", "value"),
+        value("slo.regression.change", "change"),
+        value("slo.regression.limit", "pct"),
+        _message(t),
+    ]
+
+
+def _regression_html(run: RunFolder) -> str:
+    tests = regression_tests(run)
+    if not tests:
+        return ""
+    baseline = tests[0].properties.get("slo.baseline", "")
+    rows = []
+    for t in tests:
+        r = regression_row(t)
+        rows.append(
+            [f"<td>{_e(r[0])}</td>", f"<td>{_badge(r[1])}</td>"]
+            + [f"<td class='num'>{_e(c)}</td>" for c in r[2:6]]
+            + [f"<td class='msg'>{_e(r[6])}</td>"]
+        )
+    return (
+        f"<h3>Against the baseline {_e(baseline)}</h3>"
+        + _table(
+            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
+            rows,
+            raw=True,
+        )
+        + "<p class='note'>--slo-baseline: each objective's statistic fails when worse than the "
+        "baseline's by more than the limit (change = (this run - baseline) / baseline).</p>"
+    )
+
+
 def _other_tests_html(tests: Sequence[JunitCase]) -> str:
+    tests = [t for t in tests if "slo.baseline" not in t.properties]
     if not tests:
         return ""
     rows = [
@@ -607,6 +662,7 @@ def render_html(report: SignoffReport) -> str:
         "<p class='note'>PASS: the whole confidence interval meets the threshold; FAIL: the "
         "whole interval misses it; INCONCLUSIVE: it straddles the threshold (counts as not "
         "passed for sign-off); INVALID: the run broke a validity bound.</p>",
+        _regression_html(run),
         _other_tests_html(run.other_tests),
         "</section>",
         _comparison_html(report),
@@ -690,11 +746,19 @@ def render_markdown(report: SignoffReport) -> str:
         lines.append("")
     else:
         lines += ["No objective was judged in this run.", ""]
-    if run.other_tests:
+    regressions = regression_tests(run)
+    if regressions:
+        lines += [f"### Against the baseline {_md(regressions[0].properties['slo.baseline'])}", ""]
+        lines += _md_table(
+            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
+            (regression_row(t) for t in regressions),
+        )
+    others = [t for t in run.other_tests if t not in regressions]
+    if others:
         lines += ["### Tests without a verdict", ""]
         lines += _md_table(
             ["test", "status", "message"],
-            ([t.test_id, t.status, _message(t)] for t in run.other_tests),
+            ([t.test_id, t.status, _message(t)] for t in others),
         )
     if report.baselines:
         lines += ["## Compared with earlier runs", ""]

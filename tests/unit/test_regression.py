@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 import statistics
 import subprocess
@@ -168,6 +169,12 @@ def test_regression_tests_one_per_objective_in_junit(tmp_path: Path) -> None:
     failure = cases["test_regression[ttft p50]"].find("failure")
     assert failure is not None and "worse; limit 10% worse" in (failure.get("message") or "")
     assert "SloBaselineMismatchWarning" in out and "Some Other CPU" in out
+    # The sign-off page lists them with their figures, apart from the other tests.
+    md = (tmp_path / "worse" / "run" / "signoff.md").read_text()
+    assert re.search(
+        r"^\| ttft p50 \| failed \| [\d.]+ ms \| [\d.]+ ms \| \+[\d.]+% \| 10% \|", md, re.M
+    )
+    assert "Tests without a verdict" not in md
 
 
 def test_pytest_benchmark_compare_reads_the_stored_json(tmp_path: Path) -> None:
