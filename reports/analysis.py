@@ -392,9 +392,10 @@ def overall(run: RunFolder) -> tuple[str, str]:
     counts = {o: sum(v.outcome is o for v in run.verdicts) for o in Outcome}
     total = len(run.verdicts)
     broken = [t for t in run.other_tests if t.status in ("failed", "error")]
+    also = f"; {len(broken)} other test(s) failed" if broken else ""
     for o in (Outcome.INVALID, Outcome.FAIL, Outcome.INCONCLUSIVE):
         if counts[o]:
-            return o.value, f"{counts[o]} of {total} objectives {o.value}"
+            return o.value, f"{counts[o]} of {total} objectives {o.value}{also}"
     if broken:
         return "FAIL", f"all {total} objectives PASS, but {len(broken)} other test(s) failed"
     return "PASS", f"all {total} objectives PASS"

@@ -28,7 +28,7 @@ from reports.analysis import compare, decomposition, overall, timeline, ttft_cdf
 from reports.charts import nice_ticks
 from reports.files import write_json, write_jsonl
 from reports.junit_report import junit_xml, write_junit
-from reports.run_folder import ScenarioRun, load_run, read_junit, verdicts_from_junit
+from reports.run_folder import JunitCase, ScenarioRun, load_run, read_junit, verdicts_from_junit
 from reports.signoff import build_report, render_html, render_markdown, write_signoff
 from slo.errors import SuiteError
 from slo.records import RequestRecord, to_row
@@ -296,6 +296,14 @@ def test_overall_result_takes_the_worst_outcome() -> None:
             *(dataclasses.replace(v, outcome=others) for v in rest),
         )
         assert overall(dataclasses.replace(run, verdicts=verdicts))[0] == worst.value
+    # A failed test beside the verdicts (e.g. a regression) is named in the reason.
+    failed = JunitCase(
+        "suites.test_realtime", "test_regression[ttft p50]", None, 0.0, "failed", "", {}
+    )
+    result, reason = overall(dataclasses.replace(run, other_tests=(failed,)))
+    assert result == "INCONCLUSIVE" and reason.endswith(
+        "1 other test(s) failed (e.g. against the baseline)"
+    )
 
 
 def test_nice_ticks() -> None:
@@ -407,7 +415,7 @@ def test_signoff_of_a_multi_class_run_escapes_text_and_leaks_no_prompt(tmp_path:
     run = load_run(_synthetic_run(tmp_path / "run"))
     assert [t.name for t in run.other_tests] == ["test_objective[ttft p90 class=realtime]"]
     report = build_report(run)
-    assert overall(run) == ("INVALID", "1 of 1 objectives INVALID")
+    assert overall(run) == ("INVALID", "1 of 1 objectives INVALID; 1 other test(s) failed")
     html, md = render_html(report), render_markdown(report)
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "m&lt;b&gt;" in html
