@@ -301,9 +301,7 @@ def test_overall_result_takes_the_worst_outcome() -> None:
         "suites.test_realtime", "test_regression[ttft p50]", None, 0.0, "failed", "", {}
     )
     result, reason = overall(dataclasses.replace(run, other_tests=(failed,)))
-    assert result == "INCONCLUSIVE" and reason.endswith(
-        "1 other test(s) failed"
-    )
+    assert result == "INCONCLUSIVE" and reason.endswith("1 other test(s) failed")
 
 
 def test_nice_ticks() -> None:
