@@ -632,8 +632,10 @@ def _server_html(s: ScenarioSection) -> str:
         f"<figure><h3>{title}</h3>"
         + chart
         + "<figcaption>From vLLM's own /metrics, read during the workload: requests running "
-        "and waiting in its scheduler, KV-cache use, and its own mean TTFT of the requests "
-        "whose first token came in each interval. Same time axis as above.</figcaption>"
+        "and waiting in its scheduler and KV-cache use as snapshots at each reading (a request "
+        "shorter than the interval can fall between two), and vLLM's own mean TTFT of the "
+        "requests whose first token came in each interval. Same time axis as above."
+        "</figcaption>"
         "</figure>"
     )
 
