@@ -7,6 +7,7 @@ verdicts can never disagree on how a p99 is computed.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -391,9 +392,10 @@ def overall(run: RunFolder) -> tuple[str, str]:
     counts = {o: sum(v.outcome is o for v in run.verdicts) for o in Outcome}
     total = len(run.verdicts)
     broken = [t for t in run.other_tests if t.status in ("failed", "error")]
+    also = f"; {len(broken)} other test(s) failed" if broken else ""
     for o in (Outcome.INVALID, Outcome.FAIL, Outcome.INCONCLUSIVE):
         if counts[o]:
-            return o.value, f"{counts[o]} of {total} objectives {o.value}"
+            return o.value, f"{counts[o]} of {total} objectives {o.value}{also}"
     if broken:
         return "FAIL", f"all {total} objectives PASS, but {len(broken)} other test(s) failed"
     return "PASS", f"all {total} objectives PASS"
@@ -401,3 +403,48 @@ def overall(run: RunFolder) -> tuple[str, str]:
 
 def confidence_of(run: RunFolder) -> float:
     return run.verdicts[0].confidence if run.verdicts else 0.95
+
+
+@dataclass(frozen=True)
+class ServerSeries:
+    """vLLM's scheduler over time, from /metrics sampled during the workload."""
+
+    t_s: tuple[float, ...]
+    running: tuple[float, ...]
+    waiting: tuple[float, ...]
+    kv_cache_usage: tuple[float, ...]
+    """Fraction of the KV cache in use (0-1)."""
+    preemptions: int
+    """Preemptions during the sampled span."""
+    ttft_t_s: tuple[float, ...]
+    ttft_mean_s: tuple[float, ...]
+    """vLLM's mean TTFT of the requests that got their first token in each interval
+    (histogram sum and count differences), at the interval's end."""
+    interval_s: float
+    max_num_seqs: int | None
+
+
+def server_series(scenario: ScenarioRun) -> ServerSeries | None:
+    rows = sorted(scenario.server_series, key=lambda r: r["t_s"])
+    if len(rows) < 2:
+        return None
+    ttft_t: list[float] = []
+    ttft_mean: list[float] = []
+    for a, b in itertools.pairwise(rows):
+        dn = b.get("ttft_count", 0.0) - a.get("ttft_count", 0.0)
+        if dn > 0:
+            ttft_t.append(b["t_s"])
+            ttft_mean.append((b.get("ttft_sum", 0.0) - a.get("ttft_sum", 0.0)) / dn)
+    gaps = sorted(b["t_s"] - a["t_s"] for a, b in itertools.pairwise(rows))
+    max_seqs = scenario.engine_args.get("max_num_seqs")
+    return ServerSeries(
+        t_s=tuple(r["t_s"] for r in rows),
+        running=tuple(r.get("running", 0.0) for r in rows),
+        waiting=tuple(r.get("waiting", 0.0) for r in rows),
+        kv_cache_usage=tuple(r.get("kv_cache_usage", 0.0) for r in rows),
+        preemptions=int(rows[-1].get("preemptions", 0.0) - rows[0].get("preemptions", 0.0)),
+        ttft_t_s=tuple(ttft_t),
+        ttft_mean_s=tuple(ttft_mean),
+        interval_s=gaps[len(gaps) // 2],
+        max_num_seqs=int(max_seqs) if isinstance(max_seqs, int) else None,
+    )

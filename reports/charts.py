@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from reports.analysis import Cdf, Component, Timeline
+from reports.analysis import Cdf, Component, ServerSeries, Timeline
 
 # Okabe-Ito: told apart by colour-blind readers too.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -345,4 +345,84 @@ def stacked_bar(components: Sequence[Component], total: float, title: str) -> st
             f"<text x='{left + 18}' y='{y}' font-size='11' fill='#222'>"
             f"{escape(f'{c.name}: {c.seconds * 1e3:.2f} ms ({share:.0%})')}</text>"
         )
+    return _svg(width, height, title, body)
+
+
+def _steps(f: Frame, ts: Sequence[float], vs: Sequence[float], end: float) -> str:
+    """A step line: each sampled value held until the next sample."""
+    pts: list[tuple[float, float]] = []
+    for i, (t, v) in enumerate(zip(ts, vs, strict=True)):
+        t_next = ts[i + 1] if i + 1 < len(ts) else end
+        pts += [(f.x(t), f.y(v)), (f.x(t_next), f.y(v))]
+    return " ".join(f"{_num(a)},{_num(b)}" for a, b in pts)
+
+
+def server_chart(s: ServerSeries, duration_s: float, title: str) -> str:
+    """vLLM's running and waiting requests, KV-cache use and its own TTFT over time, on the
+    time axis of the TTFT timeline (seconds since the first intended send)."""
+    width, height = 1180, 458
+    x1 = max(duration_s, s.t_s[-1], 1e-3)
+    plot_w = width - 62 - 200
+    queue_max = max([*s.running, *s.waiting, s.max_num_seqs or 0, 1]) * 1.15
+    q = Frame(62, 14, plot_w, 150, 0.0, x1, 0.0, queue_max)
+    kv = Frame(62, 184, plot_w, 90, 0.0, x1, 0.0, 100.0)
+    ttft_max = max(s.ttft_mean_s, default=0.001) * 1e3 * 1.1
+    tt = Frame(62, 294, plot_w, 110, 0.0, x1, 0.0, ttft_max)
+    body = q.axes("", "requests", x_ticks=False, y_integer=True)
+    body += kv.axes("", "KV cache %", x_ticks=False)
+    body += tt.axes("time since the first request (s)", "vLLM TTFT (ms)")
+    end = min(s.t_s[-1] + s.interval_s, x1)
+    for values, color in ((s.running, PALETTE[0]), (s.waiting, PALETTE[1])):
+        body.append(
+            f"<polyline points='{_steps(q, s.t_s, values, end)}' fill='none' "
+            f"stroke='{color}' stroke-width='1.8'/>"
+        )
+    if s.max_num_seqs:
+        y = q.y(s.max_num_seqs)
+        body.append(
+            f"<line x1='{_num(q.left)}' x2='{_num(q.right)}' y1='{_num(y)}' y2='{_num(y)}' "
+            f"stroke='{RED}' stroke-dasharray='5 3'/>"
+        )
+    usage = [u * 100 for u in s.kv_cache_usage]
+    body.append(
+        f"<polyline points='{_steps(kv, s.t_s, usage, end)}' fill='none' "
+        f"stroke='{PALETTE[2]}' stroke-width='1.5'/>"
+    )
+    if s.ttft_t_s:
+        pts = " ".join(
+            f"{_num(tt.x(t))},{_num(tt.y(v * 1e3))}"
+            for t, v in zip(s.ttft_t_s, s.ttft_mean_s, strict=True)
+        )
+        body.append(
+            f"<polyline points='{pts}' fill='none' stroke='{PALETTE[3]}' stroke-width='1.5'/>"
+        )
+        body += [
+            f"<circle cx='{_num(tt.x(t))}' cy='{_num(tt.y(v * 1e3))}' r='2' fill='{PALETTE[3]}'/>"
+            for t, v in zip(s.ttft_t_s, s.ttft_mean_s, strict=True)
+        ]
+    legend = [
+        (f"running (peak {max(s.running):.0f})", PALETTE[0], "line"),
+        (f"waiting (peak {max(s.waiting):.0f})", PALETTE[1], "line"),
+    ]
+    if s.max_num_seqs:
+        legend.append((f"max_num_seqs = {s.max_num_seqs}", RED, "dash"))
+    body += _legend(legend, q.right + 14, q.top + 12)
+    body += _legend(
+        [
+            (f"KV cache (peak {max(usage):.0f}%)", PALETTE[2], "line"),
+            (f"preemptions: {s.preemptions}", GREY, "dot"),
+        ],
+        kv.right + 14,
+        kv.top + 12,
+    )
+    body += _legend(
+        [("mean per interval", PALETTE[3], "line")],
+        tt.right + 14,
+        tt.top + 12,
+    )
+    body.append(
+        f"<text x='{_num(q.left)}' y='{height - 4}' font-size='11' fill='#555'>"
+        f"{escape(f'vLLM /metrics sampled every {s.interval_s:.1f} s ({len(s.t_s)} samples)')}"
+        "</text>"
+    )
     return _svg(width, height, title, body)

@@ -1,7 +1,13 @@
-"""Atomic file writes: an interrupted run leaves complete files or none, never a torn one."""
+"""Atomic file writes: an interrupted run leaves complete files or none, never a torn one.
+
+Every file of a run folder goes through here. The two that other plugins write (pytest's
+junit.xml, pytest-benchmark's benchmark.json) are pointed at a hidden ``.NAME.partial`` path
+and renamed into place by ``publish`` once their writer is done.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -9,6 +15,22 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+# mkstemp creates files readable by the owner only; a report is meant to be shared (CI
+# artifacts, a web server), so give it the mode an ordinary open() would.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
+
+def _sync_dir(folder: Path) -> None:
+    """Make the rename itself durable (a crash right after it keeps the new name)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -19,10 +41,33 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+    _sync_dir(path.parent)
+
+
+def partial_path(path: Path) -> Path:
+    """Where another writer puts ``path`` until ``publish`` renames it into place."""
+    return path.with_name(f".{path.name}.partial")
+
+
+def publish(path: Path) -> bool:
+    """Move a finished ``partial_path(path)`` into place; False when there is none."""
+    partial = partial_path(path)
+    try:
+        fd = os.open(partial, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(partial, path)
+    _sync_dir(path.parent)
+    return True
 
 
 def _jsonable(value: Any) -> Any:

@@ -112,6 +112,9 @@ class ScenarioRun:
     invalid_reasons: tuple[str, ...]
     server_metrics: Mapping[str, ServerHistogram]
     workload_s: float | None
+    server_series: tuple[Mapping[str, float], ...] = ()
+    """vLLM's /metrics sampled during the workload (server_series.jsonl): ``t_s`` since the
+    first intended send, gauges, cumulative counters."""
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -422,6 +425,21 @@ def read_scenario(folder: Path) -> ScenarioRun:
                     "line must be one JSON row as the suite writes it; a cut-short run may leave "
                     "a torn last line, delete it"
                 ) from None
+    series: list[Mapping[str, float]] = []
+    series_path = folder / "server_series.jsonl"
+    if series_path.exists():
+        for lineno, line in enumerate(series_path.read_text().splitlines(), 1):
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise SuiteError(
+                    f"{series_path}:{lineno}: not JSON ({e}): the suite writes this file "
+                    "whole, so it was edited by hand; restore it or delete it"
+                ) from None
+            if isinstance(row, dict) and isinstance(row.get("t_s"), (int, float)):
+                series.append(
+                    {str(k): float(v) for k, v in row.items() if isinstance(v, (int, float))}
+                )
     summary: Mapping[str, Any] = {}
     if (folder / "summary.json").exists():
         summary = _read_json(folder / "summary.json")
@@ -434,6 +452,7 @@ def read_scenario(folder: Path) -> ScenarioRun:
         invalid_reasons=tuple(str(r) for r in summary.get("invalid_reasons") or ()),
         server_metrics=_histograms(summary.get("server_metrics")),
         workload_s=float(workload_s) if workload_s is not None else None,
+        server_series=tuple(series),
     )
 
 

@@ -26,12 +26,14 @@ from reports.analysis import (
     ComparisonRow,
     Decomposition,
     Interval,
+    ServerSeries,
     Timeline,
     compare,
     confidence_of,
     decomposition,
     overall,
     scenario_stats,
+    server_series,
     timeline,
     ttft_cdfs,
 )
@@ -52,6 +54,7 @@ class ScenarioSection:
     cdfs: tuple[Cdf, ...]
     timeline: Timeline
     decomposition: Decomposition | None
+    server: ServerSeries | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
             cdfs=ttft_cdfs(s),
             timeline=timeline(s),
             decomposition=decomposition(s),
+            server=server_series(s),
         )
         for s in candidate.scenarios
         if s.records
@@ -312,9 +316,9 @@ def claim_cases(run: RunFolder) -> list[JunitCase]:
 
 
 def unjudged_tests(run: RunFolder) -> list[JunitCase]:
-    """Tests that judged no objective and measured no claim."""
-    claims = claim_cases(run)
-    return [t for t in run.other_tests if t not in claims]
+    """Tests that judged no objective, measured no claim and compared with no baseline."""
+    listed = [*claim_cases(run), *regression_tests(run)]
+    return [t for t in run.other_tests if t not in listed]
 
 
 def _now() -> str:
@@ -427,7 +431,62 @@ def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
     return _table(head, rows, raw=True)
 
 
+def regression_tests(run: RunFolder) -> tuple[JunitCase, ...]:
+    """The run's --slo-baseline tests (test_regression[...]), which carry the figures."""
+    return tuple(t for t in run.other_tests if "slo.baseline" in t.properties)
+
+
+def regression_row(t: JunitCase) -> list[str]:
+    """objective, status, candidate, baseline, change, limit, message."""
+    objective = t.name.partition("[")[2].rstrip("]") or t.name
+    metric = objective.split(" ")[0]
+    p = t.properties
+
+    def value(key: str, how: str) -> str:
+        raw = p.get(key)
+        if raw in (None, "None", ""):
+            return ""
+        v = float(str(raw))
+        return fmt_change(v) if how == "change" else f"{v:.0%}" if how == "pct" else fmt(v, metric)
+
+    return [
+        objective,
+        t.status,
+        value("slo.regression.candidate", "value"),
+        value("slo.regression.baseline", "value"),
+        value("slo.regression.change", "change"),
+        value("slo.regression.limit", "pct"),
+        _message(t),
+    ]
+
+
+def _regression_html(run: RunFolder) -> str:
+    tests = regression_tests(run)
+    if not tests:
+        return ""
+    baseline = tests[0].properties.get("slo.baseline", "")
+    rows = []
+    for t in tests:
+        r = regression_row(t)
+        rows.append(
+            [f"<td>{_e(r[0])}</td>", f"<td>{_badge(r[1])}</td>"]
+            + [f"<td class='num'>{_e(c)}</td>" for c in r[2:6]]
+            + [f"<td class='msg'>{_e(r[6])}</td>"]
+        )
+    return (
+        f"<h3>Against the baseline {_e(baseline)}</h3>"
+        + _table(
+            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
+            rows,
+            raw=True,
+        )
+        + "<p class='note'>--slo-baseline: each objective's statistic fails when worse than the "
+        "baseline's by more than the limit (change = (this run - baseline) / baseline).</p>"
+    )
+
+
 def _other_tests_html(tests: Sequence[JunitCase]) -> str:
+    tests = [t for t in tests if "slo.baseline" not in t.properties]
     if not tests:
         return ""
     rows = [
@@ -605,7 +664,30 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
         + "</div><figure><h3>TTFT and load over time</h3>"
         + tl
         + "<figcaption>Each dot is one request at its send time. Requests in flight above "
-        "max_num_seqs wait in vLLM's queue.</figcaption></figure></section>"
+        "max_num_seqs wait in vLLM's queue.</figcaption></figure>" + _server_html(s) + "</section>"
+    )
+
+
+def _server_html(s: ScenarioSection) -> str:
+    title = "vLLM's queue over time"
+    if s.server is None:
+        return (
+            f"<figure><h3>{title}</h3><p class='note'>Not available: this run has no "
+            "server_series.jsonl (it predates the sampling, ran from stored records, or the "
+            "server's /metrics could not be read).</p></figure>"
+        )
+    chart = charts.server_chart(
+        s.server, s.timeline.duration_s, f"{title}, scenario {s.scenario.label}"
+    )
+    return (
+        f"<figure><h3>{title}</h3>"
+        + chart
+        + "<figcaption>From vLLM's own /metrics, read during the workload: requests running "
+        "and waiting in its scheduler and KV-cache use as snapshots at each reading (a request "
+        "shorter than the interval can fall between two), and vLLM's own mean TTFT of the "
+        "requests whose first token came in each interval. Same time axis as above."
+        "</figcaption>"
+        "</figure>"
     )
 
 
@@ -633,6 +715,7 @@ def render_html(report: SignoffReport) -> str:
         "<p class='note'>PASS: the whole confidence interval meets the threshold; FAIL: the "
         "whole interval misses it; INCONCLUSIVE: it straddles the threshold (counts as not "
         "passed for sign-off); INVALID: the run broke a validity bound.</p>",
+        _regression_html(run),
         _other_tests_html(unjudged_tests(run)),
         "</section>",
         _claims_html(run),
@@ -717,6 +800,13 @@ def render_markdown(report: SignoffReport) -> str:
         lines.append("")
     else:
         lines += ["No objective was judged in this run.", ""]
+    regressions = regression_tests(run)
+    if regressions:
+        lines += [f"### Against the baseline {_md(regressions[0].properties['slo.baseline'])}", ""]
+        lines += _md_table(
+            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
+            (regression_row(t) for t in regressions),
+        )
     if unjudged := unjudged_tests(run):
         lines += ["### Tests without a verdict", ""]
         lines += _md_table(
@@ -794,6 +884,15 @@ def render_markdown(report: SignoffReport) -> str:
             "the verdicts use; failed requests count as infinitely slow; itl has no interval.",
             "",
         ]
+        if s.server is not None:
+            sv = s.server
+            lines += [
+                f"vLLM /metrics during the workload ({len(sv.t_s)} samples, every "
+                f"{sv.interval_s:.1f} s): running peak {max(sv.running):.0f}, waiting peak "
+                f"{max(sv.waiting):.0f}, KV cache peak {max(sv.kv_cache_usage):.0%}, "
+                f"{sv.preemptions} preemptions.",
+                "",
+            ]
         d = s.decomposition
         if d is None:
             lines += ["TTFT decomposition: not available (no vLLM histograms in this run).", ""]

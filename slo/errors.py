@@ -62,3 +62,11 @@ class RecordError(SuiteError, ValueError):
 
 class MetricsError(SuiteError):
     """A server's Prometheus /metrics text that cannot be parsed."""
+
+
+class RegressionLimitError(SuiteError):
+    """A --slo-regression value that is no positive percentage."""
+
+
+class BaselineError(SuiteError):
+    """A --slo-baseline that is neither a run folder nor a pytest-benchmark JSON file."""

@@ -28,7 +28,7 @@ from reports.analysis import compare, decomposition, overall, timeline, ttft_cdf
 from reports.charts import nice_ticks
 from reports.files import write_json, write_jsonl
 from reports.junit_report import junit_xml, write_junit
-from reports.run_folder import ScenarioRun, load_run, read_junit, verdicts_from_junit
+from reports.run_folder import JunitCase, ScenarioRun, load_run, read_junit, verdicts_from_junit
 from reports.signoff import (
     build_report,
     render_html,
@@ -43,7 +43,14 @@ from slo.verdict import Outcome
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "run-sample"
 NEW = DATA / "run-new"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = next(
+    (
+        p
+        for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+        if p and Path(p).exists()
+    ),
+    None,
+)
 SAMPLE_OBJECTIVES = {
     "ttft p50 <= 60 ms": "PASS",
     "ttft p99 <= 200 ms": "PASS",
@@ -295,6 +302,12 @@ def test_overall_result_takes_the_worst_outcome() -> None:
             *(dataclasses.replace(v, outcome=others) for v in rest),
         )
         assert overall(dataclasses.replace(run, verdicts=verdicts))[0] == worst.value
+    # A failed test beside the verdicts (e.g. a regression) is named in the reason.
+    failed = JunitCase(
+        "suites.test_realtime", "test_regression[ttft p50]", None, 0.0, "failed", "", {}
+    )
+    result, reason = overall(dataclasses.replace(run, other_tests=(failed,)))
+    assert result == "INCONCLUSIVE" and reason.endswith("1 other test(s) failed")
 
 
 def test_nice_ticks() -> None:
@@ -445,7 +458,7 @@ def test_signoff_of_a_multi_class_run_escapes_text_and_leaks_no_prompt(tmp_path:
     run = load_run(_synthetic_run(tmp_path / "run"))
     assert [t.name for t in run.other_tests] == ["test_objective[ttft p90 class=realtime]"]
     report = build_report(run)
-    assert overall(run) == ("INVALID", "1 of 1 objectives INVALID")
+    assert overall(run) == ("INVALID", "1 of 1 objectives INVALID; 1 other test(s) failed")
     html, md = render_html(report), render_markdown(report)
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "m&lt;b&gt;" in html
@@ -602,12 +615,48 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt install chromium)")
+# What a browser measured, written into the page so --dump-dom carries it out.
+_PROBE = """<script>
+const t = document.querySelector('#verdicts table').getBoundingClientRect();
+const p = document.createElement('pre'); p.id = 'probe';
+p.textContent = JSON.stringify({top: t.top, height: t.height, width: t.width,
+  rows: document.querySelectorAll('#verdicts table tbody tr').length,
+  page: document.documentElement.scrollWidth, view: window.innerWidth});
+document.body.appendChild(p);
+</script>"""
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on PATH or at /usr/bin/chromium: .ci/run installs it (apt-get, as "
+    "root); elsewhere run `apt-get install chromium`",
+)
 def test_chromium_renders_the_report(tmp_path: Path) -> None:
-    files = write_signoff([NEW, SAMPLE], tmp_path)
+    from tests.unit.test_server_series import _with_series
+
+    files = write_signoff([_with_series(tmp_path), SAMPLE], tmp_path)
     url = files.html.as_uri()
     dom = _chromium("--dump-dom", url).stdout
-    assert "vLLM SLO sign-off" in dom and dom.count("<svg") >= 2
+    assert "vLLM SLO sign-off" in dom and dom.count("<svg") >= 4
+    rows, _ = table_rows(dom, "verdicts")
+    verdicts = json.loads((NEW / "verdicts.json").read_text())
+    assert [(r[1], r[2]) for r in rows[1:]] == [
+        (v["objective"].split(" <=")[0].split(" >=")[0], v["outcome"]) for v in verdicts
+    ]
+    assert "vLLM's queue over time" in unescape(dom)
+
+    probed = tmp_path / "probed.html"
+    probed.write_text(files.html.read_text().replace("</body>", _PROBE + "</body>"))
+    dom = _chromium("--window-size=1400,1000", "--dump-dom", probed.as_uri()).stdout
+    found = re.search(r"<pre id=\"probe\">(.*?)</pre>", dom)
+    assert found, dom[-2000:]
+    box = json.loads(unescape(found.group(1)))
+    # The verdict table is laid out, whole, in the first screenful, and nothing is wider
+    # than the window (no sideways scrolling to read a verdict).
+    assert box["rows"] == len(verdicts) and box["height"] > 30 * len(verdicts)
+    assert 0 < box["top"] < 400 and box["width"] <= box["view"]
+    assert box["page"] <= box["view"]
+
     shot = tmp_path / "signoff.png"
     result = _chromium(f"--screenshot={shot}", "--window-size=1400,3000", url)
     assert shot.exists(), result.stderr[-2000:]
