@@ -35,6 +35,8 @@ class RequestRecord:
     warmup: bool = False
     error: str | None = None
     """Error kind and message, e.g. ``"APIStatusError: 503 ..."``; None when it succeeded."""
+    instance: str = ""
+    """The vLLM instance that served it (``[servers.NAME]``); empty with one server."""
 
     @property
     def ok(self) -> bool:
@@ -92,6 +94,7 @@ def to_row(r: RequestRecord, t0_ns: int) -> dict[str, Any]:
         "expected_prompt_tokens": r.expected_prompt_tokens,
         "output_tokens": r.output_tokens,
         "max_tokens": r.max_tokens,
+        "instance": r.instance,
         # Derived, for people reading the file; ignored when it is read back.
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
@@ -114,4 +117,5 @@ def from_row(row: dict[str, Any]) -> RequestRecord:
         max_tokens=row["max_tokens"],
         warmup=row["warmup"],
         error=row["error"],
+        instance=row.get("instance", ""),  # absent in runs stored before instances existed
     )
