@@ -49,8 +49,14 @@ def test_two_instances_against_one_shared_priority_instance(
     one_sel = scenario_selection.one_instance("one-instance")
     one = scenario_runner.result(one_sel)
     scenario_runner.release(one_sel)
-    for name, result in (("two_instances", two), ("one_instance", one)):
-        assert not result.invalid_reasons, f"{name} run INVALID: {result.invalid_reasons}"
+    figures = {
+        f"{layout}_{key}": value
+        for layout, result in (("two_instances", two), ("one_instance", one))
+        for key, value in _figures(result).items()
+    }
+    for key, value in figures.items():
+        record_property(f"claim.{key}", value)
+    write_json(scenario_runner.settings.run_dir / "claims" / "two-instances.json", figures)
     # Every request was served by its class's instance, and vLLM itself saw exactly them.
     wrong = [
         (r.index, r.request_class, r.instance) for r in two.records if r.instance != r.request_class
@@ -66,11 +72,5 @@ def test_two_instances_against_one_shared_priority_instance(
             f"the {cls} instance's vLLM counted {seen:.0f} first tokens over the measured window, "
             f"the client sent it {measured} measured requests"
         )
-    figures = {
-        f"{layout}_{key}": value
-        for layout, result in (("two_instances", two), ("one_instance", one))
-        for key, value in _figures(result).items()
-    }
-    for key, value in figures.items():
-        record_property(f"claim.{key}", value)
-    write_json(scenario_runner.settings.run_dir / "claims" / "two-instances.json", figures)
+    for name, result in (("two_instances", two), ("one_instance", one)):
+        assert not result.invalid_reasons, f"{name} run INVALID: {result.invalid_reasons}"
