@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from slo.errors import ScenarioFileError
+from slo.histogram import Histogram
 from slo.scenario import SCENARIO_DIR, load_profile, load_scenario
 
 TWO = (SCENARIO_DIR / "mixed-two-instances.toml").read_text()
@@ -95,3 +96,12 @@ def test_sweep_table_is_parsed(tmp_path: Path) -> None:
         )
     )
     assert s.sweep == {"max_num_seqs": (8, 32), "max_num_batched_tokens": (2048,)}
+
+
+def test_histograms_of_two_instances_add_up() -> None:
+    a = Histogram(3, 0.6, ((0.1, 1), (1.0, 3), (float("inf"), 3)))
+    b = Histogram(2, 2.5, ((0.1, 0), (1.0, 1), (float("inf"), 2)))
+    both = a.plus(b)
+    assert (both.count, both.sum) == (5, pytest.approx(3.1))
+    assert both.buckets == ((0.1, 1), (1.0, 4), (float("inf"), 5))
+    assert both.minus(b).buckets == a.buckets
