@@ -80,10 +80,13 @@ def test_report_table_marks_frontier_and_best() -> None:
         ),
     )
     md = r.to_markdown()
-    assert "| max_num_seqs | ttft p50 | TTFT p50 | TTFT p99 | output tok/s | SLO |  |" in md
-    assert "| 32 | 600 ms | 600 ms | 1000 ms | 900 | meets | best, frontier |" in md
-    assert "| 8 | 1500 ms | 1500 ms | 3000 ms | 400 | misses: ttft p50: FAIL |  |" in md
-    assert "| 128 | inf | n/a | n/a | 0 |" in md
+    assert "| max_num_seqs | TTFT p50 | TTFT p99 | output tok/s | SLO |  |" in md
+    assert "| 32 | 600 ms | 1000 ms | 900 | meets | best, frontier |" in md
+    assert "| 8 | 1500 ms | 3000 ms | 400 | misses: ttft p50: FAIL |  |" in md
+    assert "| 128 | n/a | n/a | 0 |" in md
+    p90 = SweepReport("mixed", "ttft p90 class=realtime", "class=batch", r.points).to_markdown()
+    assert "| max_num_seqs | ttft p90 class=realtime | TTFT p50 | TTFT p99 |" in p90
+    assert "| 128 | inf | n/a | n/a | 0 |" in p90
     assert "Best config meeting the SLO: max_num_seqs-32" in md
     d = r.as_dict()
     assert d["best"] == "max_num_seqs-32" and d["frontier"] == ["max_num_seqs-32"]
