@@ -294,18 +294,26 @@ def _message(case: JunitCase) -> str:
 def claim_tables(case: JunitCase) -> tuple[list[str], list[list[str]]]:
     """A claim test's ``claim.<variant>.<figure>`` properties as (figure names, rows by variant).
 
-    Figures ending in ``_s`` are seconds, ``_tok_s`` output tokens per second.
+    Figures ending in ``_tok_s`` are output tokens per second, other ``_s`` ones seconds, the
+    rest plain numbers (e.g. ``requests``).
     """
     by_variant: dict[str, dict[str, str]] = {}
     for key, value in case.properties.items():
         if not key.startswith("claim.") or key.count(".") < 2:
             continue
         variant, figure = key[len("claim.") :].rsplit(".", 1)
-        metric = "output_throughput" if figure.endswith("_tok_s") else "ttft"
         try:
-            by_variant.setdefault(variant, {})[figure] = fmt(float(value), metric)
+            number = float(value)
         except ValueError:
-            by_variant.setdefault(variant, {})[figure] = value
+            text = value
+        else:
+            if figure.endswith("_tok_s"):
+                text = fmt(number, "output_throughput")
+            elif figure.endswith("_s"):
+                text = fmt(number, "ttft")
+            else:
+                text = f"{number:g}"
+        by_variant.setdefault(variant, {})[figure] = text
     figures = sorted({f for v in by_variant.values() for f in v})
     rows = [[variant, *(v.get(f, "") for f in figures)] for variant, v in by_variant.items()]
     return figures, rows

@@ -22,6 +22,15 @@ class Histogram:
             tuple((le, c - before.get(le, 0.0)) for le, c in self.buckets),
         )
 
+    def plus(self, other: Histogram) -> Histogram:
+        """Both servers' observations together (same vLLM release, so the same buckets)."""
+        theirs = dict(other.buckets)
+        return Histogram(
+            self.count + other.count,
+            self.sum + other.sum,
+            tuple((le, c + theirs.get(le, 0.0)) for le, c in self.buckets),
+        )
+
     @property
     def mean(self) -> float | None:
         """Exact: from the sum and the count, not from the buckets."""

@@ -37,6 +37,8 @@ class RequestRecord:
     warmup: bool = False
     error: str | None = None
     """Error kind and message, e.g. ``"APIStatusError: 503 ..."``; None when it succeeded."""
+    instance: str = ""
+    """The vLLM instance that served it (``[servers.NAME]``); empty with one server."""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +96,7 @@ def to_row(r: RequestRecord, t0_ns: int) -> dict[str, Any]:
         "expected_prompt_tokens": r.expected_prompt_tokens,
         "output_tokens": r.output_tokens,
         "max_tokens": r.max_tokens,
+        "instance": r.instance,
         # Derived, for people reading the file; ignored when it is read back.
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
@@ -144,6 +147,8 @@ def from_row(row: object) -> RequestRecord:
         max_tokens=get("max_tokens", int, True),
         warmup=get("warmup", bool, False),
         error=get("error", str, True),
+        # Absent in runs stored before multi-instance scenarios existed.
+        instance=get("instance", str, False) if "instance" in row else "",
     )
 
 

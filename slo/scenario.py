@@ -109,6 +109,8 @@ class TrafficClass:
     background: bool = False
     """Closed-loop load that keeps its streams busy while the open-loop classes run and stops
     when they are done; ``requests`` is then an upper bound."""
+    server: str | None = None
+    """The ``[servers.NAME]`` instance this class is routed to (multi-instance scenarios)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,11 @@ class Scenario:
     validity: Validity
     goodput: Mapping[str, float] = field(default_factory=dict)
     """Per-request bounds (ttft, tpot, e2e; seconds) a request must meet to count for goodput."""
+    instances: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """``[servers.NAME]``: one vLLM instance each, its engine args overlaid on ``[server]``;
+    each traffic class names its instance with ``server = "NAME"``. Empty: one server."""
+    sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """``[sweep]``: engine arg -> values; the sweep runs the workload once per combination."""
 
     def objectives_for(self, profile: str) -> tuple[Objective, ...]:
         try:
@@ -374,6 +381,8 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     server_t.used.update(server)  # engine args are checked against vLLM's own parser later
 
     workload = _parse_workload(top.table("workload", required=True))
+    instances = _parse_instances(top.table("servers"), workload)
+    sweep = _parse_sweep(top.table("sweep"))
 
     obj_t = top.table("objectives", required=True)
     objectives: dict[str, tuple[Objective, ...]] = {}
@@ -427,7 +436,64 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     )
     val_t.done()
     top.done()
-    return Scenario(name, description, p, server, workload, objectives, validity, goodput)
+    return Scenario(
+        name, description, p, server, workload, objectives, validity, goodput, instances, sweep
+    )
+
+
+def _parse_instances(t: _Table, workload: Workload) -> dict[str, Mapping[str, Any]]:
+    """``[servers.NAME]`` tables of engine args; every class must name one, and each be used."""
+    instances: dict[str, Mapping[str, Any]] = {}
+    for name in t.data:
+        args = t.table(name)  # engine args are checked against vLLM's own parser later
+        args.used.update(args.data)
+        instances[name] = dict(args.data)
+    t.done()
+    used = {c.server for c in workload.classes}
+    if not instances:
+        named = sorted(c.name for c in workload.classes if c.server is not None)
+        if named:
+            raise ScenarioFileError(
+                t.path,
+                f"workload.classes.{named[0]}.server",
+                next(c.server for c in workload.classes if c.name == named[0]),
+                "names a server, but the file has no [servers.NAME] tables; add one per "
+                "instance, or delete the class's server key to use the one [server]",
+            )
+        return instances
+    for c in workload.classes:
+        if c.server not in instances:
+            one = len(workload.classes) == 1
+            key = "workload.server" if one else f"workload.classes.{c.name}.server"
+            raise ScenarioFileError(
+                t.path,
+                key,
+                c.server,
+                "with [servers.NAME] tables every traffic class is routed to one of them: "
+                f"set server = one of {', '.join(sorted(instances))}",
+            )
+    for name in instances:
+        if name not in used:
+            raise ScenarioFileError(
+                t.path,
+                f"servers.{name}",
+                name,
+                "no traffic class is routed to this instance (server = "
+                f'"{name}"); route one to it or delete the table',
+            )
+    return instances
+
+
+def _parse_sweep(t: _Table) -> dict[str, tuple[Any, ...]]:
+    """``[sweep]``: engine arg -> a non-empty list of values (checked by vLLM's parser later)."""
+    sweep: dict[str, tuple[Any, ...]] = {}
+    for arg in t.data:
+        values = t.get(arg, list, expected="a non-empty list of engine-arg values, e.g. [8, 32]")
+        if not values or any(isinstance(v, (dict, list)) for v in values):
+            raise t.error(arg, values, "expected a non-empty list of values, e.g. [8, 32, 128]")
+        sweep[arg] = tuple(values)
+    t.done()
+    return sweep
 
 
 def _parse_workload(t: _Table) -> Workload:
@@ -476,6 +542,7 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
         output_tokens=t.positive_int("output_tokens"),
         priority=t.get("priority", int, default=None),
         background=t.get("background", bool, default=False),
+        server=t.get("server", str, default=None),
     )
     if c.background and c.arrival != "closed":
         raise t.error(

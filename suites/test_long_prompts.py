@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.claims import class_figures, record_figures, run_variants
+from fixtures.claims import class_figures, fail_if_invalid, report_figures, run_variants
 from fixtures.plugin import SloCheck
 from fixtures.session import ScenarioRunner, Selection
 from slo.scenario import Objective
@@ -41,7 +41,8 @@ def test_small_prefill_budget_raises_long_prompt_ttft(
     for name, result in results.items():
         for cls in ("long", "chat"):
             figures[f"{name}.{cls}"] = class_figures(result, cls)
-    record_figures(record_property, figures)
+    report_figures(scenario_runner, record_property, "prefill-budget", figures)
+    fail_if_invalid(results)
     small = figures[f"budget-{SMALL_BUDGET}.long"]["ttft_p50_s"]
     big = figures[f"budget-{large}.long"]["ttft_p50_s"]
     assert small > big, (

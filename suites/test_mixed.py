@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.claims import class_figures, record_figures, run_variants
+from fixtures.claims import class_figures, fail_if_invalid, report_figures, run_variants
 from fixtures.plugin import SloCheck
 from fixtures.session import ScenarioRunner, Selection
 from slo.scenario import Objective
@@ -32,7 +32,8 @@ def test_priority_scheduling_lowers_realtime_ttft(
         scenario_runner, scenario_selection, {"priority": {}, "fcfs": {"scheduling_policy": "fcfs"}}
     )
     figures = {name: class_figures(r, "realtime") for name, r in results.items()}
-    record_figures(record_property, figures)
+    report_figures(scenario_runner, record_property, "priority-vs-fcfs", figures)
+    fail_if_invalid(results)
     p, f = figures["priority"]["ttft_p90_s"], figures["fcfs"]["ttft_p90_s"]
     assert p < f, (
         f"priority scheduling did not lower realtime TTFT p90: {p * 1000:.0f} ms under priority "

@@ -363,6 +363,7 @@ def test_signoff_lists_a_claims_figures_by_variant(tmp_path: Path) -> None:
         'ttft" file="suites/test_mixed.py" line="20" time="1.0"><properties>'
         '<property name="claim.priority.ttft_p90_s" value="0.171" />'
         '<property name="claim.priority.output_tok_s" value="1261.0" />'
+        '<property name="claim.priority.requests" value="120.0" />'
         '<property name="claim.fcfs.ttft_p90_s" value="2.217" />'
         "</properties></testcase></testsuite>"
     )
@@ -370,12 +371,12 @@ def test_signoff_lists_a_claims_figures_by_variant(tmp_path: Path) -> None:
     files = write_signoff([run], tmp_path / "out")
     rows, _ = table_rows(files.html.read_text(), "claims")
     assert rows == [
-        ["variant", "output_tok_s", "ttft_p90_s"],
-        ["priority", "1261 tok/s", "171 ms"],
-        ["fcfs", "", "2.22 s"],
+        ["variant", "output_tok_s", "requests", "ttft_p90_s"],
+        ["priority", "1261 tok/s", "120", "171 ms"],
+        ["fcfs", "", "", "2.22 s"],
     ]
     md = files.markdown.read_text()
-    assert "## Claims measured" in md and "| fcfs |  | 2.22 s |" in md
+    assert "## Claims measured" in md and "| fcfs |  |  | 2.22 s |" in md
     # Listed as a claim, not again among the tests that judged nothing.
     assert "test_priority_scheduling" not in md.split("## Claims measured")[0]
 
