@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import importlib
 import os
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -49,7 +48,7 @@ from fixtures.workload import PlannedRequest, WorkloadPlan  # noqa: E402
 from slo.records import RequestRecord  # noqa: E402
 
 LAG_BOUND_S = 0.005
-MESSAGES = [{"role": "user", "content": "hello"}]
+MESSAGES: Any = [{"role": "user", "content": "hello"}]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -59,7 +58,11 @@ def pct(values: list[float], q: float) -> float:
 
 async def typed(client: openai.AsyncOpenAI, n: int) -> int:
     stream = await client.chat.completions.create(
-        model="m", messages=MESSAGES, max_tokens=n, stream=True, stream_options={"include_usage": True}  # type: ignore[arg-type]
+        model="m",
+        messages=MESSAGES,
+        max_tokens=n,
+        stream=True,
+        stream_options={"include_usage": True},
     )
     count = 0
     async for chunk in stream:
@@ -73,7 +76,11 @@ async def raw(client: openai.AsyncOpenAI, n: int) -> int:
 
     count = 0
     async with client.chat.completions.with_streaming_response.create(
-        model="m", messages=MESSAGES, max_tokens=n, stream=True, stream_options={"include_usage": True}  # type: ignore[arg-type]
+        model="m",
+        messages=MESSAGES,
+        max_tokens=n,
+        stream=True,
+        stream_options={"include_usage": True},
     ) as response:
         events = SSEChunks(response.http_response.request)
         async for block in response.http_response.aiter_bytes():
@@ -102,7 +109,7 @@ async def closed_loop(
 async def top_speed(url: str, streams: int, chunks: int, peer: bool) -> list[tuple[str, ...]]:
     per_stream = max(1, 20_000 // (streams * chunks) + 1) * 2
     client = make_client(Target(url, "m"), 60.0)
-    rows = []
+    rows: list[tuple[str, ...]] = []
 
     async def timed(name: str, one: Callable[[], Awaitable[int]]) -> None:
         n, wall, cpu = await closed_loop(streams, per_stream, one)
@@ -160,7 +167,9 @@ async def open_loop(url: str, streams: int, chunks: int, interval_s: float, seco
     n = max(streams, int(rate * seconds))
     reqs = tuple(PlannedRequest(i, "o", i / rate, "hello", 1, None, chunks, None) for i in range(n))
     t0, c0 = time.perf_counter(), time.process_time()
-    records: list[RequestRecord] = await run_plan(WorkloadPlan("chat", 60.0, reqs), Target(url, "m"))
+    records: list[RequestRecord] = await run_plan(
+        WorkloadPlan("chat", 60.0, reqs), Target(url, "m")
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     ok = [r for r in records if r.error is None]
     lag = [r.schedule_lag_s * 1000 for r in records]

@@ -37,7 +37,10 @@ class _Frames:
     """Every byte a response sends, encoded once per (api, length)."""
 
     def __init__(self, chat: bool, n: int) -> None:
-        base = {"id": "x", "object": "chat.completion.chunk" if chat else "text_completion"}
+        base: dict[str, Any] = {
+            "id": "x",
+            "object": "chat.completion.chunk" if chat else "text_completion",
+        }
         base |= {"created": 0, "model": "m"}
 
         def choice(text: str | None, finish: str | None = None) -> dict[str, Any]:
