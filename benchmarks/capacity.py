@@ -193,6 +193,30 @@ def table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)), flush=True)
 
 
+def use_aiohttp_transport() -> None:
+    """What-if: the runner on openai's aiohttp transport (aiohttp's C HTTP parser, no httpcore
+    pool scans). Not the runner's default: that transport reports a refused connection and a
+    server that closed before answering as timeouts, and a reset as a short body."""
+    import httpx2
+
+    import fixtures.runner
+
+    def make(target: Target, timeout_s: float) -> openai.AsyncOpenAI:
+        http = openai.DefaultAioHttpClient(
+            # None would leave aiohttp's default cap of 100 connections: a client-side queue.
+            limits=httpx2.Limits(max_connections=100_000, max_keepalive_connections=None),
+            timeout=httpx2.Timeout(timeout_s, connect=10.0),
+        )
+        return openai.AsyncOpenAI(
+            base_url=target.base_url.rstrip("/") + "/v1", api_key="none", max_retries=0,
+            http_client=http,
+        )  # fmt: skip
+
+    fixtures.runner.make_client = make
+    global make_client
+    make_client = make
+
+
 def pin() -> tuple[tuple[int, ...], str]:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -209,11 +233,22 @@ def main() -> int:
     ap.add_argument("--chunks", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument(
+        "--aiohttp-transport",
+        action="store_true",
+        help="give the runner openai's aiohttp transport (DefaultAioHttpClient) instead of httpx",
+    )
     args = ap.parse_args()
+    if args.aiohttp_transport:
+        use_aiohttp_transport()
     server_cpus, where = pin()
     import fixtures.runner
 
-    print(f"runner: {fixtures.runner.__file__}; {where}; load {os.getloadavg()[0]:.2f}")
+    transport = "aiohttp" if args.aiohttp_transport else "httpx"
+    print(
+        f"runner: {fixtures.runner.__file__} ({transport} transport); {where}; "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     if args.top:
         s, c = (int(x) for x in args.top.split("x"))
         print(f"\n1. top speed: {s} streams x {c} chunks, closed loop, chunks sent at once")
