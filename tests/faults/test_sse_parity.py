@@ -77,14 +77,14 @@ async def typed(url: str, api: str, prompt: str) -> Outcome:
         kind_ = "MalformedChunk"
     finally:
         await client.close()
-    tokens = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-    if any(t is not None and type(t) is not int for t in tokens):
-        tokens = (None, None)
-        kind_ = kind_ or "MalformedChunk"
     if kind_ is None and chunks == 0:
         kind_ = "NoText"
     if kind_ is None and usage is None:
         kind_ = "NoUsage"
+    tokens = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+    if any(t is not None and type(t) is not int for t in tokens):
+        tokens = (None, None)
+        kind_ = kind_ or "MalformedChunk"
     return kind_, chunks, *tokens
 
 
@@ -116,6 +116,10 @@ def test_runner_reads_streams_as_openai_iterator_does() -> None:
         @example(api="chat", fault=Fault("raw", lines=(b"id: 7", b"", b"data: [DONE]", b"")))
         @example(api="chat", fault=Fault("raw", lines=(b"event: thread.x", b"data: {}", b"")))
         @example(api="chat", fault=Fault("raw", lines=(b"data", b"", b"data: [DONE]", b"")))
+        @example(
+            api="chat",
+            fault=Fault("raw", lines=(b'data: {"usage": {"prompt_tokens": []}}', b"", b"")),
+        )
         def check(api: str, fault: Fault) -> None:
             prompt = f"parity {next(runs)}"
             inj.faults[prompt] = fault
