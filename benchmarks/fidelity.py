@@ -22,6 +22,7 @@ that request's server TTFT, so the per-request overhead is exact.
 Usage: flock /tmp/vllm.lock python benchmarks/fidelity.py [--streams 1,16,64,128]
        [--requests-per-stream 4] [--input-len 128] [--output-len 32] [--profile cpu-tiny]
        [--no-peer]
+Another version of the runner: RUNNER_ROOT=<its checkout> python benchmarks/fidelity.py
 Prints figures; asserts nothing (the machine may be shared: repeat a level that looks off).
 """
 
@@ -41,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The runner measured: this checkout's, or another's (RUNNER_ROOT=DIR) for a before/after.
+sys.path.insert(0, os.environ.get("RUNNER_ROOT") or str(ROOT))
 
 from fixtures.metrics import scrape  # noqa: E402
 from fixtures.models import resolve_model  # noqa: E402
@@ -170,6 +172,7 @@ def main() -> int:
     log = Path(tempfile.mkdtemp(prefix="fidelity-")) / "vllm.log"
     prompts = PromptFactory(load_tokenizer(model))
     print(
+        f"runner {sys.modules[run_plan.__module__].__file__}\n"
         f"vLLM {check.vllm_version}, profile {profile.name}, server CPUs {config.cpus or 'all'}, "
         f"client CPUs {client_cpus or 'all'}; input {args.input_len} / output "
         f"{args.output_len} tokens; load {os.getloadavg()[0]:.2f}; log {log}",
