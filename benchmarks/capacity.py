@@ -161,6 +161,42 @@ async def top_speed(url: str, streams: int, chunks: int, peer: bool) -> list[tup
     return rows
 
 
+async def per_request(url: str, streams: int, n: int, peer: bool) -> list[tuple[str, ...]]:
+    """Client CPU per request (ms): one-chunk completions, ``streams`` closed-loop streams. At a
+    burst (every stream's request due at once) the last one waits for all the others' share."""
+    reqs = tuple(PlannedRequest(i, "c", None, "hello", 1, None, 1, None) for i in range(n))
+    plan = WorkloadPlan("completions", 60.0, reqs, streams=(("c", streams, False),))
+    await run_plan(
+        WorkloadPlan("completions", 60.0, reqs[:streams], plan.streams), Target(url, "m")
+    )
+    c0 = time.process_time()
+    records = await run_plan(plan, Target(url, "m"))
+    assert not any(r.error for r in records), records[0].error
+    rows: list[tuple[str, ...]] = [("runner", f"{(time.process_time() - c0) / n * 1000:.2f}")]
+    if peer:
+        try:
+            m: Any = importlib.import_module("vllm.benchmarks.lib.endpoint_request_func")
+        except ImportError:
+            return rows
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=m.AIOHTTP_TIMEOUT) as s:
+            inp = m.RequestFuncInput(
+                prompt="hello", api_url=f"{url}/v1/completions", prompt_len=1, output_len=1,
+                model="m", ignore_eos=True,
+            )  # fmt: skip
+
+            async def one() -> int:
+                out = await m.async_request_openai_completions(inp, s)
+                if not out.success:
+                    raise RuntimeError(out.error)
+                return 1
+
+            await closed_loop(streams, 1, one)  # connections up first
+            _, _, cpu = await closed_loop(streams, n // streams, one)
+            rows.append(("vllm-bench (aiohttp)", f"{cpu / n * 1000:.2f}"))
+    return rows
+
+
 async def open_loop(url: str, streams: int, chunks: int, interval_s: float, seconds: float) -> Any:
     duration = (chunks - 1) * interval_s
     rate = streams / duration
@@ -261,6 +297,10 @@ def main() -> int:
         with minimal_server(server_cpus) as url:
             rows = asyncio.run(top_speed(url, s, c, not args.no_peer))
         table(("client", "chunks", "chunks/s", "chunks/CPU-s", "client CPU"), rows)
+        print(f"\n   client CPU per request, {s} streams of one-chunk completions")
+        with minimal_server(server_cpus) as url:
+            rows = asyncio.run(per_request(url, s, 2000, not args.no_peer))
+        table(("client", "CPU ms/request"), rows)
     if args.streams:
         print(
             f"\n2. open loop: {args.chunks} chunks per stream, one per {args.interval_ms:g} ms; "
