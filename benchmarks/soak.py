@@ -10,7 +10,7 @@ much growth is expected; anything well above it is a leak).
 
 Targets:
   --target vllm      real vLLM, started as the suite starts it (the realtime scenario's engine
-                     args under the profile); machine-wide CPU, so run it under flock
+                     args under the profile); machine-wide CPU, so run it on a quiet machine
   --target injector  the fault injector's good stream, in a child process (so its memory is not
                      counted): a client-only soak, no vLLM needed
 

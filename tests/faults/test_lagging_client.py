@@ -1,0 +1,90 @@
+"""A client that falls behind its schedule makes the run INVALID, with the lag in the message.
+
+The lag is real, not made up in the records: the per-record callback blocks the event loop, as
+a starved client CPU would, while an open-loop schedule keeps coming due. The records then go
+through the suite's own validity check and verdict, as a run's do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+
+from fixtures.runner import Target, run_plan
+from fixtures.session import ScenarioResult, Selection, ServerInfo, invalid_reasons
+from fixtures.settings import Settings
+from slo.records import RequestRecord
+from slo.scenario import load_profile, load_scenario
+from slo.stats import summarize
+from slo.verdict import Outcome
+from tests.faults.injector import FaultInjector
+from tests.faults.test_runner_faults import CLASS, MODEL, open_plan
+
+SCENARIO = f"""\
+[scenario]
+name = "lagging"
+description = "open-loop requests; the client cannot keep up"
+
+[workload]
+api = "chat"
+class = "{CLASS}"
+arrival = "constant"
+rate = "200 req/s"
+requests = 40
+warmup_requests = 0
+prompt_tokens = {{ min = 4, max = 4 }}
+output_tokens = 4
+timeout = "5s"
+
+[validity]
+schedule_lag_p99 = "5ms"
+error_rate = "1%"
+
+[objectives.faults]
+"ttft p50" = "<= 10s"
+"""
+
+
+def test_lagging_client_is_invalid_never_pass(tmp_path: Path) -> None:
+    path = tmp_path / "lagging.toml"
+    path.write_text(SCENARIO)
+    scenario = load_scenario(path)
+    (objective,) = scenario.objectives_for("faults")
+    plan = open_plan([f"p{i}" for i in range(40)], gap_s=0.005)
+
+    def starved(r: RequestRecord) -> None:
+        time.sleep(0.03)  # the event loop is held: sends due meanwhile go out late
+
+    with FaultInjector() as inj:
+        records = asyncio.run(run_plan(plan, Target(inj.url, MODEL), on_record=starved))
+    summary = summarize(records)
+    assert summary.n_ok == 40
+    assert max(r.schedule_lag_s for r in records) > 0.005
+
+    reasons = invalid_reasons(scenario, records, summary)
+    assert len(reasons) == 1, reasons
+    assert reasons[0].startswith("schedule lag p99 = ") and " ms > 5.0 ms: the client" in reasons[0]
+
+    settings = Settings(
+        profile="faults", profile_source="option", endpoint=inj.url, api_key_env="VLLM_API_KEY",
+        api_key=None, vllm_python="python", startup_timeout_s=1.0, tighten=1.0,
+        max_requests=None, model=None, run_dir=tmp_path, host="127.0.0.1", progress=False,
+    )  # fmt: skip
+    result = ScenarioResult(
+        selection=Selection(scenario, load_profile("cpu-tiny"), (objective,), MODEL, {}),
+        server=ServerInfo(inj.url, MODEL, "none", False, None),
+        records=tuple(records),
+        summary=summary,
+        invalid_reasons=reasons,
+        workload_s=1.0,
+        settings=settings,
+    )
+    verdict = result.judge(objective)
+    assert verdict.outcome is Outcome.INVALID
+    # The held loop inflated TTFT as well: the figure is the client's, and the verdict says so.
+    assert "INVALID, run INVALID: schedule lag p99 = " in verdict.message
+    # The same records without the lag would PASS: INVALID is what the lag changed.
+    on_time = dataclasses.replace(result, invalid_reasons=())
+    assert on_time.judge(objective).outcome is Outcome.PASS
