@@ -158,6 +158,23 @@ class Validity:
 
 
 @dataclass(frozen=True)
+class SearchEnvelope:
+    """``[search]``: the bounds a worst-case search (``pytest -m explore``) stays within."""
+
+    max_prompt_tokens: int
+    """Per request, all turns of a conversation together."""
+    max_output_tokens: int
+    max_concurrency: int
+    """Closed-loop streams, and the largest burst of an open-loop mix."""
+    max_rate: float
+    """Mean offered rate of an open-loop mix (req/s)."""
+    requests: int
+    """Per example: short workloads, so the search ends in minutes."""
+    ttft_p99_s: float | None = None
+    """An example whose TTFT p99 is over this is a failing mix (saved, replayable)."""
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -190,6 +207,8 @@ class Scenario:
     validity: Validity
     goodput: Mapping[str, float] = field(default_factory=dict)
     """Per-request bounds (ttft, tpot, e2e; seconds) a request must meet to count for goodput."""
+    search: SearchEnvelope | None = None
+    """The worst-case search's envelope; None: the scenario has no ``[search]`` table."""
 
     def objectives_for(self, profile: str) -> tuple[Objective, ...]:
         try:
@@ -441,8 +460,26 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         error_rate=val_t.quantity("error_rate", Dimension.RATIO, default=0.01),
     )
     val_t.done()
+    search = _parse_search(top.table("search")) if "search" in top.data else None
     top.done()
-    return Scenario(name, description, p, server, workload, objectives, validity, goodput)
+    return Scenario(name, description, p, server, workload, objectives, validity, goodput, search)
+
+
+def _parse_search(t: _Table) -> SearchEnvelope:
+    rate = t.quantity("max_rate", Dimension.REQUEST_RATE)
+    if not rate > 0:
+        raise t.error("max_rate", t.data["max_rate"], 'expected a rate > 0, e.g. "8 req/s"')
+    limit = t.quantity("ttft_p99", Dimension.TIME, default=None)
+    envelope = SearchEnvelope(
+        max_prompt_tokens=t.positive_int("max_prompt_tokens", minimum=2),
+        max_output_tokens=t.positive_int("max_output_tokens"),
+        max_concurrency=t.positive_int("max_concurrency"),
+        max_rate=rate,
+        requests=t.positive_int("requests", minimum=2),
+        ttft_p99_s=limit,
+    )
+    t.done()
+    return envelope
 
 
 def _parse_workload(t: _Table) -> Workload:
