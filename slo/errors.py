@@ -47,3 +47,7 @@ class ModelError(SuiteError):
 
 class WorkloadError(SuiteError):
     """A workload that cannot be built (e.g. a prompt length the model cannot take)."""
+
+
+class MixOverLimitError(SuiteError):
+    """A prompt mix of a worst-case search whose TTFT p99 is over the scenario's [search] limit."""
