@@ -51,6 +51,9 @@ def test_worst_case_ttft_p99(
     except SuiteError as e:
         pytest.fail(str(e), pytrace=False)
     record_property("search.examples", report.examples)
+    record_property("search.token_mismatches", report.token_mismatches)
+    record_property("search.multi_turn_requests", report.multi_turn)
+    record_property("search.shared_prefix_requests", report.shared_prefix)
     if report.worst is not None:
         record_property("search.worst_ttft_p99_s", report.worst.ttft_p99_s)
         record_property("search.worst_mix", str(report.worst_path))
