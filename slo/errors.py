@@ -70,3 +70,7 @@ class RegressionLimitError(SuiteError):
 
 class BaselineError(SuiteError):
     """A --slo-baseline that is neither a run folder nor a pytest-benchmark JSON file."""
+
+
+class MixOverLimitError(SuiteError):
+    """A prompt mix of a worst-case search whose TTFT p99 is over the scenario's [search] limit."""

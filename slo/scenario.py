@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from slo.errors import ScenarioFileError, UnitError
+from slo.trace import TraceEntry, load_trace
 from slo.units import Dimension, dimension_of, format_quantity, parse_quantity
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
@@ -27,7 +28,19 @@ AGGREGATE_METRICS = ("request_throughput", "output_throughput", "goodput", "erro
 METRICS = PER_REQUEST_METRICS + AGGREGATE_METRICS
 STATISTICS = ("p50", "p90", "p95", "p99", "mean", "max")
 Comparison = Literal["<=", ">="]
-Arrival = Literal["poisson", "constant", "closed"]
+Arrival = Literal["poisson", "constant", "gamma", "bursts", "ramp", "trace", "closed"]
+ARRIVALS: tuple[str, ...] = ("poisson", "constant", "gamma", "bursts", "ramp", "trace", "closed")
+# Keys that only some arrival processes take: anything else with them is a mistake in the file.
+_ARRIVAL_KEYS = {
+    "rate": ("poisson", "constant", "gamma", "ramp"),
+    "rate_end": ("ramp",),
+    "burstiness": ("gamma",),
+    "cv": ("gamma",),
+    "burst_size": ("bursts",),
+    "burst_interval": ("bursts",),
+    "trace": ("trace",),
+    "concurrency": ("closed",),
+}
 Api = Literal["chat", "completions"]
 InconclusivePolicy = Literal["fail", "warn"]
 
@@ -111,6 +124,16 @@ class TrafficClass:
     when they are done; ``requests`` is then an upper bound."""
     server: str | None = None
     """The ``[servers.NAME]`` instance this class is routed to (multi-instance scenarios)."""
+    rate_end: float | None = None
+    """Ramp: the rate rises (or falls) linearly from ``rate`` to this over the class's requests."""
+    burstiness: float = 1.0
+    """Gamma: the shape of the gaps' gamma distribution; 1 is Poisson, lower is burstier
+    (coefficient of variation 1/sqrt(burstiness))."""
+    burst_size: int | None = None
+    """Bursts: this many requests sent together every ``burst_interval_s``."""
+    burst_interval_s: float | None = None
+    trace: tuple[TraceEntry, ...] = ()
+    """Trace: send times and exact lengths of each request, from a JSONL file."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +157,23 @@ class Validity:
 
     schedule_lag_p99_s: float = 0.010
     error_rate: float = 0.01
+
+
+@dataclass(frozen=True)
+class SearchEnvelope:
+    """``[search]``: the bounds a worst-case search (``pytest -m explore``) stays within."""
+
+    max_prompt_tokens: int
+    """Per request, all turns of a conversation together."""
+    max_output_tokens: int
+    max_concurrency: int
+    """Closed-loop streams, and the largest burst of an open-loop mix."""
+    max_rate: float
+    """Mean offered rate of an open-loop mix (req/s)."""
+    requests: int
+    """Per example: short workloads, so the search ends in minutes."""
+    ttft_p99_s: float | None = None
+    """An example whose TTFT p99 is over this is a failing mix (saved, replayable)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +214,8 @@ class Scenario:
     each traffic class names its instance with ``server = "NAME"``. Empty: one server."""
     sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     """``[sweep]``: engine arg -> values; the sweep runs the workload once per combination."""
+    search: SearchEnvelope | None = None
+    """The worst-case search's envelope; None: the scenario has no ``[search]`` table."""
 
     def objectives_for(self, profile: str) -> tuple[Objective, ...]:
         try:
@@ -435,9 +477,20 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         error_rate=val_t.quantity("error_rate", Dimension.RATIO, default=0.01),
     )
     val_t.done()
+    search = _parse_search(top.table("search")) if "search" in top.data else None
     top.done()
     return Scenario(
-        name, description, p, server, workload, objectives, validity, goodput, instances, sweep
+        name,
+        description,
+        p,
+        server,
+        workload,
+        objectives,
+        validity,
+        goodput,
+        instances,
+        sweep,
+        search,
     )
 
 
@@ -496,6 +549,23 @@ def _parse_sweep(t: _Table) -> dict[str, tuple[Any, ...]]:
     return sweep
 
 
+def _parse_search(t: _Table) -> SearchEnvelope:
+    rate = t.quantity("max_rate", Dimension.REQUEST_RATE)
+    if not rate > 0:
+        raise t.error("max_rate", t.data["max_rate"], 'expected a rate > 0, e.g. "8 req/s"')
+    limit = t.quantity("ttft_p99", Dimension.TIME, default=None)
+    envelope = SearchEnvelope(
+        max_prompt_tokens=t.positive_int("max_prompt_tokens", minimum=2),
+        max_output_tokens=t.positive_int("max_output_tokens"),
+        max_concurrency=t.positive_int("max_concurrency"),
+        max_rate=rate,
+        requests=t.positive_int("requests", minimum=2),
+        ttft_p99_s=limit,
+    )
+    t.done()
+    return envelope
+
+
 def _parse_workload(t: _Table) -> Workload:
     """``[workload]`` holds one class's keys itself, or one ``[workload.classes.NAME]`` each."""
     if "classes" in t.data:
@@ -520,29 +590,84 @@ def _parse_workload(t: _Table) -> Workload:
 
 
 def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
-    arrival = t.choice("arrival", ("poisson", "constant", "closed"))
-    rate = t.quantity("rate", Dimension.REQUEST_RATE, default=None)
+    arrival = t.choice("arrival", ARRIVALS)
+    for k, takes in _ARRIVAL_KEYS.items():
+        if k in t.data and arrival not in takes:
+            raise t.error(
+                k,
+                t.data[k],
+                f'arrival = "{arrival}" takes no {k}; it belongs to arrival = '
+                + " or ".join(f'"{a}"' for a in takes),
+            )
+    ramp = arrival == "ramp"
+    rate = _positive_rate(
+        t, "rate", required=arrival in ("poisson", "constant", "gamma", "ramp"), allow_zero=ramp
+    )
+    rate_end = None
+    if ramp:
+        rate_end = _positive_rate(t, "rate_end", required=True, allow_zero=True)
+        if rate == 0 and rate_end == 0:
+            raise t.error("rate_end", "0 req/s", "a ramp from 0 to 0 req/s sends nothing")
     concurrency = t.positive_int("concurrency", default=None)
-    if arrival in ("poisson", "constant") and rate is None:
-        raise t.error("rate", None, f'arrival = "{arrival}" needs a rate, e.g. rate = "4 req/s"')
     if arrival == "closed" and concurrency is None:
         raise t.error("concurrency", None, 'arrival = "closed" needs concurrency = N (streams)')
-    pt = t.table("prompt_tokens", required=True)
-    lo, hi = pt.positive_int("min"), pt.positive_int("max")
-    pt.done()
-    if lo > hi:
-        raise pt.error("min", lo, f"must be <= max ({hi})")
+    burstiness = 1.0
+    if arrival == "gamma":
+        if "burstiness" in t.data and "cv" in t.data:
+            raise t.error("cv", t.data["cv"], "give burstiness or cv, not both")
+        for k in ("burstiness", "cv"):
+            v = t.get(k, (int, float), default=None, expected="a number > 0")
+            if v is not None and not v > 0:
+                raise t.error(k, v, "expected a number > 0, e.g. 0.5")
+            if v is not None:
+                burstiness = float(v) if k == "burstiness" else 1.0 / float(v) ** 2
+    burst_size = burst_interval = None
+    if arrival == "bursts":
+        burst_size = t.positive_int("burst_size")
+        burst_interval = t.quantity("burst_interval", Dimension.TIME)
+        if not burst_interval > 0:
+            raise t.error(
+                "burst_interval", t.data["burst_interval"], 'expected a time > 0, e.g. "2s"'
+            )
+    trace: tuple[TraceEntry, ...] = ()
+    if arrival == "trace":
+        file = t.get("trace", str, expected='a path to a JSONL file, e.g. "traces/chat.jsonl"')
+        trace = load_trace(Path(t.path).parent / file)
+        for k in ("prompt_tokens", "output_tokens", "priority"):
+            if k in t.data:
+                raise t.error(k, t.data[k], "a trace gives each request's lengths; remove it")
+        requests = t.positive_int("requests", default=len(trace))
+        if requests > len(trace):
+            raise t.error("requests", requests, f"the trace has only {len(trace)} requests")
+        lengths = PromptLengths(
+            min(e.prompt_tokens for e in trace), max(e.prompt_tokens for e in trace)
+        )
+        output_tokens = max(e.output_tokens for e in trace)
+    else:
+        pt = t.table("prompt_tokens", required=True)
+        lo, hi = pt.positive_int("min"), pt.positive_int("max")
+        pt.done()
+        if lo > hi:
+            raise pt.error("min", lo, f"must be <= max ({hi})")
+        lengths = PromptLengths(lo, hi)
+        requests = t.positive_int("requests")
+        output_tokens = t.positive_int("output_tokens")
     c = TrafficClass(
         name=name,
         arrival=arrival,
         rate=rate,
         concurrency=concurrency,
-        requests=t.positive_int("requests"),
-        prompt_tokens=PromptLengths(lo, hi),
-        output_tokens=t.positive_int("output_tokens"),
+        requests=requests,
+        prompt_tokens=lengths,
+        output_tokens=output_tokens,
         priority=t.get("priority", int, default=None),
         background=t.get("background", bool, default=False),
         server=t.get("server", str, default=None),
+        rate_end=rate_end,
+        burstiness=burstiness,
+        burst_size=burst_size,
+        burst_interval_s=burst_interval,
+        trace=trace,
     )
     if c.background and c.arrival != "closed":
         raise t.error(
@@ -553,6 +678,16 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
     if done:
         t.done()
     return c
+
+
+def _positive_rate(t: _Table, k: str, *, required: bool, allow_zero: bool = False) -> float | None:
+    arrival = t.data.get("arrival")
+    v = t.quantity(k, Dimension.REQUEST_RATE, default=None)
+    if v is None and required:
+        raise t.error(k, None, f'arrival = "{arrival}" needs {k}, e.g. {k} = "4 req/s"')
+    if v is not None and v == 0 and not allow_zero:
+        raise t.error(k, t.data[k], 'expected a rate > 0, e.g. "4 req/s"')
+    return v  # type: ignore[no-any-return]
 
 
 def bundled_scenarios() -> list[str]:

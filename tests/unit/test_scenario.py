@@ -91,7 +91,7 @@ def test_bad_objectives_name_file_key_and_value(key: str, value: object, needle:
         (lambda t: t.replace("requests = 600", 'requests = "many"'), "expected an integer"),
         (
             lambda t: t.replace('arrival = "poisson"', 'arrival = "bursty"'),
-            "one of poisson, constant, closed",
+            "one of poisson, constant, gamma, bursts, ramp, trace, closed",
         ),
         (lambda t: t.replace("seed =", "sede ="), "'workload.sede' = 20261202: unknown key"),
         (lambda t: t.replace("[scenario]", "[scenari]"), "'scenario' = None: missing"),
