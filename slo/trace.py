@@ -60,7 +60,11 @@ def parse_trace(path: str | Path, text: str) -> tuple[TraceEntry, ...]:
             if k not in row:
                 raise ScenarioFileError(where, k, None, "missing; every line needs it")
         ts = row["timestamp"]
-        if isinstance(ts, bool) or not isinstance(ts, int | float) or not ts >= 0:
+        if (
+            isinstance(ts, bool)
+            or not isinstance(ts, int | float)
+            or not 0 <= ts < float("inf")  # JSON readers take Infinity and NaN too
+        ):
             raise ScenarioFileError(
                 where, "timestamp", ts, "expected a number of seconds >= 0, e.g. 12.5"
             )
@@ -83,9 +87,13 @@ def parse_trace(path: str | Path, text: str) -> tuple[TraceEntry, ...]:
 
 def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioFileError(
             str(path), "trace", str(path), f"cannot read the trace file ({e.strerror})"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioFileError(
+            str(path), "trace", str(path), f"not UTF-8 text at byte {e.start}: save it as UTF-8"
         ) from None
     return parse_trace(path, text)

@@ -8,6 +8,7 @@ here; the SSE stream parser is fuzzed through the fault injector in tests/faults
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -23,6 +24,7 @@ from slo.errors import MetricsError, RecordError, ScenarioFileError, SuiteError,
 from slo.histogram import Histogram
 from slo.records import RequestRecord, from_row, to_row
 from slo.scenario import Scenario, load_profiles, load_scenario
+from slo.trace import load_trace, parse_trace
 from slo.units import METRIC_DIMENSIONS, Dimension, dimension_of, parse_quantity
 
 SCENARIOS = sorted((ROOT / "slo" / "scenarios").glob("*.toml"))
@@ -282,3 +284,49 @@ def test_stored_rows_read_back_or_raise_record_error(row: object) -> None:
 
 def test_a_written_row_reads_back_as_the_same_record() -> None:
     assert from_row(json.loads(json.dumps(_ROW))) == _RECORD
+
+
+# ---- trace files (JSONL) ---------------------------------------------------------------------
+
+_trace_row = st.fixed_dictionaries(
+    {
+        "timestamp": st.one_of(st.floats(), st.integers(), st.booleans(), st.none()),
+        "prompt_tokens": st.one_of(st.integers(), st.floats(), st.text(max_size=3)),
+        "output_tokens": st.one_of(st.integers(), st.floats(), st.none()),
+    },
+    optional={"priority": st.one_of(st.integers(), st.text(max_size=3)), "x": st.integers()},
+)
+_trace_line = st.one_of(
+    _trace_row.map(json.dumps), _json_value.map(json.dumps), st.text(max_size=20)
+)
+
+
+@given(st.lists(_trace_line, max_size=5))
+@example(['{"timestamp": Infinity, "prompt_tokens": 8, "output_tokens": 8}'])
+@example(
+    [
+        '{"timestamp": 1e308, "prompt_tokens": 8, "output_tokens": 8}',
+        '{"timestamp": -0.0, "prompt_tokens": 8, "output_tokens": 8}',
+    ]
+)
+def test_trace_files_parse_or_raise_scenario_file_error(lines: list[str]) -> None:
+    try:
+        entries = parse_trace("trace.jsonl", "\n".join(lines))
+    except ScenarioFileError:
+        return
+    assert entries
+    for e in entries:
+        assert math.isfinite(e.offset_s) and e.offset_s >= 0
+        assert type(e.prompt_tokens) is int and e.prompt_tokens >= 1
+        assert type(e.output_tokens) is int and e.output_tokens >= 1
+        assert e.priority is None or type(e.priority) is int
+
+
+@given(st.binary(max_size=60))
+@example(b'{"timestamp": 0, "prompt_tokens": 8, "output_tokens": 8}\xff\n')
+def test_trace_file_bytes_load_or_raise_scenario_file_error(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        path.write_bytes(data)
+        with contextlib.suppress(ScenarioFileError):
+            load_trace(path)
