@@ -47,3 +47,15 @@ class ModelError(SuiteError):
 
 class WorkloadError(SuiteError):
     """A workload that cannot be built (e.g. a prompt length the model cannot take)."""
+
+
+class GpuAssignmentError(SuiteError):
+    """Fewer GPUs than the pytest-xdist workers' servers need, or a GPU list that cannot be read."""
+
+
+class EndpointError(SuiteError):
+    """A deployed endpoint or its metrics URL that cannot be used as given."""
+
+
+class ReportMergeError(SuiteError):
+    """Per-worker run folders that cannot be merged into one (e.g. one scenario in two)."""
