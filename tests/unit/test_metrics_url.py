@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -28,8 +29,8 @@ vllm:time_to_first_token_seconds_sum{pod="b"} 0.1
 
 
 class _Page(BaseHTTPRequestHandler):
-    pages: dict[str, str] = {"/federate": FEDERATED, "/other": "# TYPE up gauge\nup 1\n"}
-    seen_auth: list[str | None] = []
+    pages: ClassVar[dict[str, str]] = {"/federate": FEDERATED, "/other": "# TYPE up gauge\nup 1\n"}
+    seen_auth: ClassVar[list[str | None]] = []
 
     def do_GET(self) -> None:
         self.seen_auth.append(self.headers.get("Authorization"))
