@@ -1,7 +1,7 @@
 """Merge run folders of parts of one run (pytest-xdist workers, CI runners) into one run folder.
 
 Under pytest-xdist each worker writes ``<run>/workers/<gwN>/``; the controller merges them into
-``<run>`` when the session ends, so the sign-off and JUnit readers see one run. Also a command, for
+``<run>`` when the run ends, so the sign-off and JUnit readers see one run. Also a command, for
 run folders written apart (e.g. a CI matrix, one runner per scenario):
 
     python -m reports.merge OUT_DIR PART_DIR [PART_DIR ...]
