@@ -74,3 +74,15 @@ class BaselineError(SuiteError):
 
 class MixOverLimitError(SuiteError):
     """A prompt mix of a worst-case search whose TTFT p99 is over the scenario's [search] limit."""
+
+
+class GpuAssignmentError(SuiteError):
+    """Fewer GPUs than the pytest-xdist workers' servers need, or a GPU list that cannot be read."""
+
+
+class EndpointError(SuiteError):
+    """A deployed endpoint or its metrics URL that cannot be used as given."""
+
+
+class ReportMergeError(SuiteError):
+    """Per-worker run folders that cannot be merged into one (e.g. one scenario in two)."""

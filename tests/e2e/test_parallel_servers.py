@@ -54,9 +54,10 @@ def test_two_xdist_workers_start_servers_at_once(tmp_path: Path) -> None:
             cwd=tmp_path,
         )
     assert "2 workers" in proc.stdout
-    # Each worker wrote into its own sub-folder of the one run folder: no shared files.
+    # Each worker wrote into its own sub-folder (workers/gwN) of the one run folder.
     starts = {
-        w: json.loads((reports / w / "servers" / "starts.json").read_text()) for w in ("gw0", "gw1")
+        w: json.loads((reports / "workers" / w / "servers" / "starts.json").read_text())
+        for w in ("gw0", "gw1")
     }
     assert [len(s) for s in starts.values()] == [1, 1]
     (a,), (b,) = starts.values()
@@ -66,10 +67,10 @@ def test_two_xdist_workers_start_servers_at_once(tmp_path: Path) -> None:
     )
     endpoints = []
     for w in ("gw0", "gw1"):
-        summary = json.loads((reports / w / "realtime" / "summary.json").read_text())
+        summary = json.loads((reports / "workers" / w / "realtime" / "summary.json").read_text())
         endpoints.append(summary["server"]["endpoint"])
         assert summary["summary"]["errors"] == 0 and summary["summary"]["requests"] == 10
-        assert (reports / w / "servers" / Path(starts[w][0]["log"]).name).exists()
+        assert (reports / "workers" / w / "servers" / Path(starts[w][0]["log"]).name).exists()
     ports = {int(e.rsplit(":", 1)[1]) for e in endpoints}
     assert len(ports) == 2 and TAKEN not in ports, endpoints
     assert group_alive(a["pid"]) == [] and group_alive(b["pid"]) == []

@@ -1,0 +1,101 @@
+"""A deployed service: vLLM started apart, the suite pointed at it with --endpoint and a separate
+--metrics-url (here a small proxy on another port, as a Prometheus behind a load balancer is)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from fixtures.server import VllmServer, check_engine_args
+from tests.e2e.helpers import realtime_server_config, run_suite
+
+SECRET = "deployed-e2e-key"
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    config = realtime_server_config()
+    argv = check_engine_args(sys.executable, config.args, origin="test").argv
+    log = tmp_path_factory.mktemp("deployed") / "vllm.log"
+    with VllmServer(config, log_path=log, argv=argv, api_key=SECRET) as server:
+        yield server
+
+
+class _MetricsProxy(BaseHTTPRequestHandler):
+    upstream: ClassVar[str] = ""
+    hits: ClassVar[list[str | None]] = []
+    """The Authorization header of each scrape."""
+
+    def do_GET(self) -> None:
+        if self.path != "/prometheus/metrics":
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.hits.append(self.headers.get("Authorization"))
+        with urllib.request.urlopen(f"{self.upstream}/metrics", timeout=10) as r:
+            body = r.read()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def metrics_proxy(deployed: VllmServer) -> Iterator[str]:
+    _MetricsProxy.upstream = deployed.base_url
+    _MetricsProxy.hits = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _MetricsProxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/prometheus/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_metrics_come_from_the_metrics_url(
+    deployed: VllmServer, metrics_proxy: str, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    args = ["-m", "realtime", "--endpoint", deployed.base_url, "--api-key-env", "E2E_KEY"]
+    run_suite(
+        [*args, f"--metrics-url={metrics_proxy}", "--slo-max-requests", "20"],
+        reports,
+        env={"E2E_KEY": SECRET},
+    )
+    assert not (reports / "servers").exists()  # nothing launched
+    # The check before traffic, then the scrapes before and after the measured requests.
+    assert len(_MetricsProxy.hits) == 3
+    assert _MetricsProxy.hits == [None] * 3  # the key stays with the endpoint's own host
+    summary = json.loads((reports / "realtime" / "summary.json").read_text())
+    ttft = summary["server_metrics"]["vllm:time_to_first_token_seconds"]
+    assert ttft["count"] == 20  # vLLM's own count of the measured requests, through the proxy
+    env = json.loads((reports / "environment.json").read_text())
+    assert env["endpoint"] == deployed.base_url and env["metrics_url"] == metrics_proxy
+
+
+def test_an_unreadable_metrics_url_stops_before_any_traffic(
+    deployed: VllmServer, metrics_proxy: str, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    wrong = metrics_proxy.replace("/prometheus/metrics", "/metrics")
+    args = ["-m", "realtime", "--endpoint", deployed.base_url, "--api-key-env", "E2E_KEY"]
+    proc = run_suite(
+        [*args, f"--metrics-url={wrong}"],
+        reports,
+        env={"E2E_KEY": SECRET},
+    )
+    assert proc.returncode == 1
+    assert f"--metrics-url {wrong}: could not read it (HTTP Error 404" in proc.stdout
+    assert not (reports / "realtime").exists()
