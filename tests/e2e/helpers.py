@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from fixtures.server import ServerConfig
+from fixtures.server import ServerConfig, VllmServer, check_engine_args
 from fixtures.session import ScenarioRunner, ServerPool, select
 from fixtures.settings import ROOT, Settings, programmatic
 
@@ -65,6 +67,16 @@ def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
     """The server config the realtime scenario gets under the cpu-tiny profile."""
     s = settings or programmatic("cpu-tiny")
     return ScenarioRunner(s, ServerPool(s)).server_config(select("realtime", s))
+
+
+@contextlib.contextmanager
+def server_started_apart(log: Path, api_key: str) -> Iterator[VllmServer]:
+    """A CPU vLLM with the realtime config, started apart from the suite as a deployed one
+    would be, wanting an API key; stopped on exit."""
+    config = realtime_server_config()
+    argv = check_engine_args(sys.executable, config.args, origin="test").argv
+    with VllmServer(config, log_path=log, argv=argv, api_key=api_key) as server:
+        yield server
 
 
 def group_alive(pgid: int) -> list[psutil.Process]:

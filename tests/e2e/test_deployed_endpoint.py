@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -14,18 +13,15 @@ from typing import ClassVar
 
 import pytest
 
-from fixtures.server import VllmServer, check_engine_args
-from tests.e2e.helpers import realtime_server_config, run_suite
+from fixtures.server import VllmServer
+from tests.e2e.helpers import run_suite, server_started_apart
 
 SECRET = "deployed-e2e-key"
 
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    config = realtime_server_config()
-    argv = check_engine_args(sys.executable, config.args, origin="test").argv
-    log = tmp_path_factory.mktemp("deployed") / "vllm.log"
-    with VllmServer(config, log_path=log, argv=argv, api_key=SECRET) as server:
+    with server_started_apart(tmp_path_factory.mktemp("deployed") / "vllm.log", SECRET) as server:
         yield server
 
 

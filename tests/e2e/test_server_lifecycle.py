@@ -12,7 +12,13 @@ import pytest
 
 from fixtures.server import ServerConfig, VllmServer, check_engine_args
 from slo.errors import EngineArgError, ServerStartError
-from tests.e2e.helpers import group_alive, junit_cases, realtime_server_config, run_suite
+from tests.e2e.helpers import (
+    group_alive,
+    junit_cases,
+    realtime_server_config,
+    run_suite,
+    server_started_apart,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,10 +102,8 @@ SECRET = "sk-e2e-7f3a9c-not-for-reports"
 @pytest.fixture(scope="module")
 def external_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """A server started apart from the suite, as a deployed one would be; it wants an API key."""
-    config = realtime_server_config()
-    argv = check_engine_args(sys.executable, config.args, origin="test").argv
     log = tmp_path_factory.mktemp("external") / "external.log"
-    with VllmServer(config, log_path=log, argv=argv, api_key=SECRET) as server:
+    with server_started_apart(log, SECRET) as server:
         yield server
     assert SECRET not in log.read_text()
 
