@@ -10,7 +10,7 @@ from tests.e2e.helpers import junit_cases, run_suite
 
 
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
-    proc = run_suite(["-m", "batch or mixed"], tmp_path)
+    proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py"], tmp_path)
     cases = junit_cases(tmp_path / "junit.xml")
     assert proc.returncode == 0
     assert re.search(r"\b7 passed\b", proc.stdout)
