@@ -71,9 +71,12 @@ def test_metrics_come_from_the_metrics_url(
         env={"E2E_KEY": SECRET},
     )
     assert not (reports / "servers").exists()  # nothing launched
-    # The check before traffic, then the scrapes before and after the measured requests.
-    assert len(_MetricsProxy.hits) == 3
-    assert _MetricsProxy.hits == [None] * 3  # the key stays with the endpoint's own host
+    # The check before traffic, the scrapes before and after the measured requests, and the
+    # sampler's once a second in between: all through the proxy, none with the key (it stays
+    # with the endpoint's own host).
+    series = (reports / "realtime" / "server_series.jsonl").read_text().splitlines()
+    assert len(_MetricsProxy.hits) >= 3 + len(series) and series
+    assert set(_MetricsProxy.hits) == {None}
     summary = json.loads((reports / "realtime" / "summary.json").read_text())
     ttft = summary["server_metrics"]["vllm:time_to_first_token_seconds"]
     assert ttft["count"] == 20  # vLLM's own count of the measured requests, through the proxy
