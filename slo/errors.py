@@ -21,6 +21,14 @@ class ScenarioFileError(SuiteError):
         super().__init__(f"{path}: key {key!r} = {value!r}: {expected}")
 
 
+class NoObjectivesError(ScenarioFileError):
+    """A scenario with no objectives for the selected profile (not calibrated on that hardware).
+
+    Raised when its tests run, not at collection: a ``-m`` selection that leaves the scenario
+    out must not fail because of it.
+    """
+
+
 class UnitError(SuiteError):
     """A threshold or quantity with a missing or unknown unit."""
 

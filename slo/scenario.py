@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from slo.errors import ScenarioFileError, UnitError
+from slo.errors import NoObjectivesError, ScenarioFileError, UnitError
 from slo.trace import TraceEntry, load_trace
 from slo.units import Dimension, dimension_of, format_quantity, parse_quantity
 
@@ -222,7 +222,7 @@ class Scenario:
             return self.objectives[profile]
         except KeyError:
             known = ", ".join(sorted(self.objectives)) or "none"
-            raise ScenarioFileError(
+            raise NoObjectivesError(
                 self.path,
                 "objectives",
                 profile,

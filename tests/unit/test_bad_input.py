@@ -137,3 +137,20 @@ def test_suite_with_a_malformed_scenario_file(tmp_path: Path, edit: object, need
     )
     assert proc.returncode != 0
     _stopped_before_any_server(reports, proc.stdout, str(bad), needle)
+
+
+def test_a_scenario_without_objectives_for_the_profile_fails_only_when_selected(
+    tmp_path: Path,
+) -> None:
+    # mixed-two-instances.toml has no table for h200-llama2-7b: `-m realtime` must still run.
+    args = ["--slo-profile", "h200-llama2-7b", "--vllm-python=/bin/false"]
+    listed = run_suite(["-m", "realtime", "--collect-only", "-q", *args], tmp_path / "a")
+    assert listed.returncode == 0, listed.stdout[-2000:]
+    assert "5/" in listed.stdout and "error" not in listed.stdout.lower()
+    # Selected, its tests fail with the file, the profile and the fix; no server starts.
+    reports = tmp_path / "b"
+    proc = run_suite(["suites/test_mixed_instances.py", *args], reports, timeout=300)
+    assert proc.returncode == 1
+    _stopped_before_any_server(
+        reports, proc.stdout, "no [objectives.h200-llama2-7b] table (profiles with objectives"
+    )
