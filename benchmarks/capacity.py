@@ -44,6 +44,7 @@ import openai  # noqa: E402
 from minimal_server import minimal_server  # noqa: E402
 
 from fixtures.runner import Target, make_client, run_plan  # noqa: E402
+from fixtures.spread import run_plan_spread  # noqa: E402
 from fixtures.workload import PlannedRequest, WorkloadPlan  # noqa: E402
 from slo.records import RequestRecord  # noqa: E402
 
@@ -197,7 +198,15 @@ async def per_request(url: str, streams: int, n: int, peer: bool) -> list[tuple[
     return rows
 
 
-async def open_loop(url: str, streams: int, chunks: int, interval_s: float, seconds: float) -> Any:
+async def open_loop(
+    url: str,
+    streams: int,
+    chunks: int,
+    interval_s: float,
+    seconds: float,
+    processes: int = 1,
+    cpus: tuple[int, ...] = (),
+) -> Any:
     duration = (chunks - 1) * interval_s
     rate = streams / duration
     n = max(streams, int(rate * seconds))
@@ -207,11 +216,14 @@ async def open_loop(url: str, streams: int, chunks: int, interval_s: float, seco
     reqs = warm + tuple(
         PlannedRequest(8 + i, "o", i / rate, "hello", 1, None, chunks, None) for i in range(n)
     )
-    t0, c0 = time.perf_counter(), time.process_time()
-    records: list[RequestRecord] = await run_plan(
-        WorkloadPlan("chat", 60.0, reqs), Target(url, "m")
+    plan = WorkloadPlan("chat", 60.0, reqs)
+    t0, c0 = time.perf_counter(), cpu_s()
+    records: list[RequestRecord] = await (
+        run_plan(plan, Target(url, "m"))
+        if processes == 1
+        else run_plan_spread(plan, Target(url, "m"), processes, cpus=cpus)
     )
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     records = [r for r in records if not r.warmup]
     ok = [r for r in records if r.error is None]
     lag = [r.schedule_lag_s * 1000 for r in records]
@@ -228,6 +240,12 @@ async def open_loop(url: str, streams: int, chunks: int, interval_s: float, seco
     )  # fmt: skip
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process and of its finished worker processes."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
     cells = [header, *[tuple(str(c) for c in r) for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
@@ -235,36 +253,19 @@ def table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)), flush=True)
 
 
-def use_aiohttp_transport() -> None:
-    """What-if: the runner on openai's aiohttp transport (aiohttp's C HTTP parser, no httpcore
-    pool scans). Not the runner's default: that transport reports a refused connection and a
-    server that closed before answering as timeouts, and a reset as a short body."""
-    import httpx2
-
-    import fixtures.runner
-
-    def make(target: Target, timeout_s: float) -> openai.AsyncOpenAI:
-        http = openai.DefaultAioHttpClient(
-            # None would leave aiohttp's default cap of 100 connections: a client-side queue.
-            limits=httpx2.Limits(max_connections=100_000, max_keepalive_connections=None),
-            timeout=httpx2.Timeout(timeout_s, connect=10.0),
-        )
-        return openai.AsyncOpenAI(
-            base_url=target.base_url.rstrip("/") + "/v1", api_key="none", max_retries=0,
-            http_client=http,
-        )  # fmt: skip
-
-    fixtures.runner.make_client = make
-    global make_client
-    make_client = make
-
-
-def pin() -> tuple[tuple[int, ...], str]:
+def pin(processes: int) -> tuple[tuple[int, ...], tuple[int, ...], str]:
+    """(server CPUs, client worker CPUs, description): the server on the first CPU, the client
+    (or each of its worker processes) on the next ones."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
-        return (), "not pinned (one CPU)"
-    os.sched_setaffinity(0, {cpus[1]})
-    return (cpus[0],), f"client on CPU {cpus[1]}, server on CPU {cpus[0]}"
+        return (), (), "not pinned (one CPU)"
+    client = tuple(cpus[1 : 1 + processes])
+    os.sched_setaffinity(0, set(client))
+    return (
+        (cpus[0],),
+        client,
+        f"client on CPU {','.join(map(str, client))}, server on CPU {cpus[0]}",
+    )
 
 
 def main() -> int:
@@ -276,21 +277,17 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument(
-        "--aiohttp-transport",
-        action="store_true",
-        help="give the runner openai's aiohttp transport (DefaultAioHttpClient) instead of httpx",
+        "--processes",
+        type=int,
+        default=1,
+        help="open loop: spread the runner over N worker processes (fixtures.spread), each on "
+        "its own CPU where there are enough",
     )
     args = ap.parse_args()
-    if args.aiohttp_transport:
-        use_aiohttp_transport()
-    server_cpus, where = pin()
+    server_cpus, client_cpus, where = pin(args.processes)
     import fixtures.runner
 
-    transport = "aiohttp" if args.aiohttp_transport else "httpx"
-    print(
-        f"runner: {fixtures.runner.__file__} ({transport} transport); {where}; "
-        f"load {os.getloadavg()[0]:.2f}"
-    )
+    print(f"runner: {fixtures.runner.__file__}; {where}; load {os.getloadavg()[0]:.2f}")
     if args.top:
         s, c = (int(x) for x in args.top.split("x"))
         print(f"\n1. top speed: {s} streams x {c} chunks, closed loop, chunks sent at once")
@@ -303,7 +300,8 @@ def main() -> int:
         table(("client", "CPU ms/request"), rows)
     if args.streams:
         print(
-            f"\n2. open loop: {args.chunks} chunks per stream, one per {args.interval_ms:g} ms; "
+            f"\n2. open loop: {args.chunks} chunks per stream, one per {args.interval_ms:g} ms, "
+            f"{args.processes} client process(es); "
             f"sustained = schedule lag p99 <= {LAG_BOUND_S * 1000:g} ms, no errors"
         )
         header = (
@@ -315,7 +313,15 @@ def main() -> int:
             for streams in (int(x) for x in args.streams.split(",")):
                 rows.append(
                     asyncio.run(
-                        open_loop(url, streams, args.chunks, args.interval_ms / 1000, args.seconds)
+                        open_loop(
+                            url,
+                            streams,
+                            args.chunks,
+                            args.interval_ms / 1000,
+                            args.seconds,
+                            args.processes,
+                            client_cpus,
+                        )
                     )
                 )
         table(header, rows)

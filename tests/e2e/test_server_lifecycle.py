@@ -201,3 +201,36 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
         in_flight += step
         peak = max(peak, in_flight)
     assert peak == 4
+
+
+def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path: Path) -> None:
+    """--slo-client-processes: two worker processes send one schedule, every record comes back."""
+    reports = tmp_path / "reports"
+    proc = run_suite(
+        [
+            "-m",
+            "realtime",
+            "--endpoint",
+            external_server.base_url,
+            "--api-key-env",
+            "E2E_KEY",
+            "--slo-max-requests",
+            "60",
+            "--slo-client-processes",
+            "2",
+        ],
+        reports,
+        env={"E2E_KEY": SECRET},
+    )
+    env = json.loads((reports / "environment.json").read_text())
+    assert env["client_processes"] == 2
+    rows = [
+        json.loads(r) for r in (reports / "realtime" / "records.jsonl").read_text().splitlines()
+    ]
+    measured = [r for r in rows if not r["warmup"]]
+    assert sorted(r["index"] for r in rows) == list(range(len(rows)))
+    assert len(measured) == 60 and all(r["error"] is None for r in measured)
+    assert all(r["output_tokens"] == 32 for r in measured)
+    cases = junit_cases(reports / "junit.xml")
+    assert cases["test_objective[ttft p50]"]["outcome"] == "passed", proc.stdout[-3000:]
+    assert cases["test_objective[ttft p50]"]["properties"]["slo.n"] == "60"

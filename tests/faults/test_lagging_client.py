@@ -52,7 +52,9 @@ def test_lagging_client_is_invalid_never_pass(tmp_path: Path) -> None:
     path.write_text(SCENARIO)
     scenario = load_scenario(path)
     (objective,) = scenario.objectives_for("faults")
-    plan = open_plan([f"p{i}" for i in range(40)], gap_s=0.005)
+    # 40 callbacks of 30 ms hold the loop for 1.2 s: the default 1 s request limit would turn
+    # the late ones into timeouts on a busy machine (a second reason); give them 10 s.
+    plan = open_plan([f"p{i}" for i in range(40)], gap_s=0.005, timeout_s=10.0)
 
     def starved(r: RequestRecord) -> None:
         time.sleep(0.03)  # the event loop is held: sends due meanwhile go out late
