@@ -21,7 +21,7 @@ that request's server TTFT, so the per-request overhead is exact.
 
 Usage: python benchmarks/fidelity.py [--streams 1,16,64,128]
        [--requests-per-stream 4] [--input-len 128] [--output-len 32] [--profile cpu-tiny]
-       [--no-peer]
+       [--no-peer] [--processes N]
 Another version of the runner: RUNNER_ROOT=<its checkout> python benchmarks/fidelity.py
 Prints figures; asserts nothing (the machine may be shared: repeat a level that looks off).
 """
@@ -85,7 +85,7 @@ def plan(
 
 
 def ours(
-    target: Target, metrics_url: str, p: WorkloadPlan, per_request: bool
+    target: Target, metrics_url: str, p: WorkloadPlan, per_request: bool, processes: int = 1
 ) -> tuple[list[float], Histogram, list[float]]:
     """Client TTFTs (ms), the server's histogram over the same requests, and (``per_request``:
     one stream only) each request's exact overhead (ms)."""
@@ -101,7 +101,13 @@ def ours(
         if r.ttft_s is not None and d.count == 1:
             exact.append(r.ttft_s * 1000 - d.sum * 1000)
 
-    records = asyncio.run(run_plan(p, target, on_record=each if per_request else None))
+    on_record = each if per_request else None
+    if processes > 1:
+        from fixtures.spread import run_plan_spread  # absent from runners before it
+
+        records = asyncio.run(run_plan_spread(p, target, processes, on_record=on_record))
+    else:
+        records = asyncio.run(run_plan(p, target, on_record=on_record))
     bad = [r.error for r in records if r.error]
     if bad:
         print(f"  runner: {len(bad)} errors, e.g. {bad[0]}")
@@ -159,6 +165,9 @@ def main() -> int:
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--profile", default="cpu-tiny")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument(
+        "--processes", type=int, default=1, help="spread the runner over N worker processes"
+    )
     args = ap.parse_args()
     levels = [int(c) for c in args.streams.split(",")]
     profile = load_profile(args.profile)
@@ -175,7 +184,8 @@ def main() -> int:
         f"runner {sys.modules[run_plan.__module__].__file__}\n"
         f"vLLM {check.vllm_version}, profile {profile.name}, server CPUs {config.cpus or 'all'}, "
         f"client CPUs {client_cpus or 'all'}; input {args.input_len} / output "
-        f"{args.output_len} tokens; load {os.getloadavg()[0]:.2f}; log {log}",
+        f"{args.output_len} tokens; runner processes {args.processes}; "
+        f"load {os.getloadavg()[0]:.2f}; log {log}",
         flush=True,
     )
     with VllmServer(config, log, argv=check.argv) as server:
@@ -195,6 +205,7 @@ def main() -> int:
                 metrics_url,
                 plan(prompts, n, c, args.input_len, args.output_len, c),
                 per_request=c == 1,
+                processes=args.processes,
             )
             print(f"\n{c} streams, {n} requests (load {os.getloadavg()[0]:.2f})", flush=True)
             row, ours_mean, ours_p50 = describe("runner", ttft, hist)
