@@ -13,7 +13,7 @@ import itertools
 import json
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import event, example, given
@@ -91,13 +91,6 @@ def kind(r: RequestRecord) -> str | None:
 def only(records: list[RequestRecord]) -> RequestRecord:
     assert len(records) == 1, records
     return records[0]
-
-
-@pytest.fixture
-def injector() -> Iterator[FaultInjector]:
-    with FaultInjector() as inj:
-        yield inj
-    assert inj.errors == [], "the fault injector itself failed"
 
 
 # -- a good stream, for contrast -------------------------------------------------------------------

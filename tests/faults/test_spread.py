@@ -15,7 +15,6 @@ import sys
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -40,13 +39,6 @@ from tests.faults.test_runner_faults import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def injector() -> Iterator[FaultInjector]:
-    with FaultInjector() as inj:
-        yield inj
-    assert inj.errors == [], "the fault injector itself failed"
 
 
 def spread(plan: WorkloadPlan, url: str, workers: int, **kw: object) -> list[RequestRecord]:
