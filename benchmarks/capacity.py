@@ -107,7 +107,9 @@ async def closed_loop(
     return chunks, time.perf_counter() - t0, time.process_time() - c0
 
 
-async def top_speed(url: str, streams: int, chunks: int, peer: bool) -> list[tuple[str, ...]]:
+async def top_speed(
+    url: str, streams: int, chunks: int, peer: bool, processes: int = 1, cpus: tuple[int, ...] = ()
+) -> list[tuple[str, ...]]:
     per_stream = max(1, 20_000 // (streams * chunks) + 1) * 2
     client = make_client(Target(url, "m"), 60.0)
     rows: list[tuple[str, ...]] = []
@@ -138,6 +140,22 @@ async def top_speed(url: str, streams: int, chunks: int, peer: bool) -> list[tup
         (f"runner{f' ({bad} errors)' if bad else ''}", f"{n}", f"{n / wall:,.0f}",
          f"{n / cpu:,.0f}", f"{cpu / wall:.0%}")
     )  # fmt: skip
+    if processes > 1:
+        # Each worker gets the streams above: chunks/s from the first send to the last chunk
+        # (worker start-up left out); CPU not shown, the workers' start-up would be in it.
+        many = tuple(
+            PlannedRequest(i, "c", None, "hello", 1, None, chunks, None)
+            for i in range(len(reqs) * processes)
+        )
+        spread = WorkloadPlan("chat", 60.0, many, streams=(("c", streams * processes, False),))
+        records = await run_plan_spread(spread, Target(url, "m"), processes, cpus=cpus)
+        n = sum(len(r.chunk_ns) for r in records)
+        wall = (max(r.end_ns or 0 for r in records) - min(r.sent_ns for r in records)) / 1e9
+        bad = sum(1 for r in records if r.error)
+        rows.append(
+            (f"runner, {processes} processes{f' ({bad} errors)' if bad else ''}", f"{n}",
+             f"{n / wall:,.0f}", "", "")
+        )  # fmt: skip
 
     if peer:
         try:
@@ -292,7 +310,7 @@ def main() -> int:
         s, c = (int(x) for x in args.top.split("x"))
         print(f"\n1. top speed: {s} streams x {c} chunks, closed loop, chunks sent at once")
         with minimal_server(server_cpus) as url:
-            rows = asyncio.run(top_speed(url, s, c, not args.no_peer))
+            rows = asyncio.run(top_speed(url, s, c, not args.no_peer, args.processes, client_cpus))
         table(("client", "chunks", "chunks/s", "chunks/CPU-s", "client CPU"), rows)
         print(f"\n   client CPU per request, {s} streams of one-chunk completions")
         with minimal_server(server_cpus) as url:
