@@ -154,3 +154,12 @@ def test_a_scenario_without_objectives_for_the_profile_fails_only_when_selected(
     _stopped_before_any_server(
         reports, proc.stdout, "no [objectives.h200-llama2-7b] table (profiles with objectives"
     )
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--slo-client-processes", "0"), ("--slo-tighten", "x")]
+)
+def test_a_bad_number_option_is_named_as_typed(tmp_path: Path, option: str, value: str) -> None:
+    proc = run_suite(["--collect-only", "-m", "realtime", option, value], tmp_path)
+    assert proc.returncode == 4
+    assert f"{option} = {value!r}: expected a number >= " in proc.stderr
