@@ -16,8 +16,10 @@ is the client, never the server. Two parts:
    sustained when schedule lag p99 <= 5 ms with no errors.
 
 Usage: python benchmarks/capacity.py [--top 64x200] [--streams 64,128,256,512,768,1024]
-       [--interval-ms 10] [--chunks 100] [--seconds 4] [--no-peer]
-The client runs pinned to one CPU and the server to another when the machine has two or more.
+       [--interval-ms 10] [--chunks 100] [--seconds 4] [--no-peer] [--processes N]
+The client runs pinned to one CPU and the server to another when the machine has two or more;
+with ``--processes N`` the runner is spread over N worker processes (fixtures.spread), one per
+CPU after the server's, and the top-speed part adds a row for them.
 To measure another version of the runner: RUNNER_ROOT=<its checkout> python benchmarks/capacity.py
 Prints figures; asserts nothing (the machine may be shared: repeat a level that looks off).
 """
