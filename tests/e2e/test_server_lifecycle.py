@@ -108,16 +108,18 @@ def external_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmSe
     assert SECRET not in log.read_text()
 
 
+def endpoint_args(server: VllmServer) -> list[str]:
+    """The suite pointed at the server started apart, with its key from E2E_KEY."""
+    return ["--endpoint", server.base_url, "--api-key-env", "E2E_KEY"]
+
+
 def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     proc = run_suite(
         [
             "-m",
             "realtime",
-            "--endpoint",
-            external_server.base_url,
-            "--api-key-env",
-            "E2E_KEY",
+            *endpoint_args(external_server),
             "--slo-max-requests",
             "60",
         ],
@@ -177,10 +179,7 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
     run_suite(
         [
             str(tmp_path / "test_closed.py"),
-            "--endpoint",
-            external_server.base_url,
-            "--api-key-env",
-            "E2E_KEY",
+            *endpoint_args(external_server),
         ],
         reports,
         cwd=tmp_path,
@@ -210,10 +209,7 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
         [
             "-m",
             "realtime",
-            "--endpoint",
-            external_server.base_url,
-            "--api-key-env",
-            "E2E_KEY",
+            *endpoint_args(external_server),
             "--slo-max-requests",
             "60",
             "--slo-client-processes",

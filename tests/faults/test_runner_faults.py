@@ -242,27 +242,35 @@ MIXED_KINDS = {
 }
 
 
-@pytest.mark.parametrize("arrival", ["open", "closed"])
-def test_every_fault_is_one_record_and_counts(injector: FaultInjector, arrival: str) -> None:
+def mixed_plan(injector: FaultInjector, arrival: str) -> WorkloadPlan:
+    """A failing warm-up request, then one request per fault of MIXED (open or closed loop)."""
     injector.faults.update(MIXED)
     injector.faults["warm"] = Fault("status", status=503)
     prompts = list(MIXED)
-    plan = (
-        open_plan(prompts, warmup=["warm"])
-        if arrival == "open"
-        else closed_plan(prompts, warmup=["warm"])
-    )
+    if arrival == "open":
+        return open_plan(prompts, warmup=["warm"])
+    return closed_plan(prompts, warmup=["warm"])
+
+
+def check_mixed_records(injector: FaultInjector, records: list[RequestRecord]) -> None:
+    """One record per request of ``mixed_plan``, with its fault's outcome, none sent twice."""
+    by_prompt = dict(zip(["warm", *MIXED], records, strict=True))
+    assert kind(by_prompt["warm"]) == "HTTP 503"
+    for p in MIXED:
+        assert by_prompt[p].ok == p.startswith("ok"), by_prompt[p]
+        assert injector.count(p) == 1  # nothing retried
+
+
+@pytest.mark.parametrize("arrival", ["open", "closed"])
+def test_every_fault_is_one_record_and_counts(injector: FaultInjector, arrival: str) -> None:
+    plan = mixed_plan(injector, arrival)
     records, wall = run(plan, injector.url)
     assert wall < LIVENESS_S
 
     # Never dropped: one record per planned request, in index order, warm-up included.
     assert [r.index for r in records] == [q.index for q in plan.requests]
     assert [r.warmup for r in records] == [q.warmup for q in plan.requests]
-    by_prompt = dict(zip(["warm", *prompts], records, strict=True))
-    assert kind(by_prompt["warm"]) == "HTTP 503"
-    for p in prompts:
-        assert by_prompt[p].ok == p.startswith("ok"), by_prompt[p]
-        assert injector.count(p) == 1  # nothing retried
+    check_mixed_records(injector, records)
 
     # Accounting: the warm-up error is excluded, every measured error counts in the rate.
     s = summarize(records)

@@ -29,11 +29,11 @@ from slo.stats import summarize
 from tests.faults.injector import Fault, FaultInjector
 from tests.faults.test_runner_faults import (
     LIVENESS_S,
-    MIXED,
     MIXED_KINDS,
     MODEL,
+    check_mixed_records,
     closed_plan,
-    kind,
+    mixed_plan,
     open_plan,
     planned,
 )
@@ -81,25 +81,14 @@ def test_split_deals_every_request_once_and_splits_the_streams() -> None:
 def test_spread_run_gives_every_record_with_its_error_kind(
     injector: FaultInjector, arrival: str
 ) -> None:
-    injector.faults.update(MIXED)
-    injector.faults["warm"] = Fault("status", status=503)
-    prompts = list(MIXED)
-    plan = (
-        open_plan(prompts, warmup=["warm"])
-        if arrival == "open"
-        else closed_plan(prompts, warmup=["warm"])
-    )
+    plan = mixed_plan(injector, arrival)
     seen: list[int] = []
     t0 = time.monotonic()
     records = spread(plan, injector.url, 3, on_record=lambda r: seen.append(r.index))
     assert time.monotonic() - t0 < LIVENESS_S + 30  # worker start-up included
     assert [r.index for r in records] == [q.index for q in plan.requests]
     assert sorted(seen) == [q.index for q in plan.requests]  # each reported as it completed
-    by_prompt = dict(zip(["warm", *prompts], records, strict=True))
-    assert kind(by_prompt["warm"]) == "HTTP 503"
-    for p in prompts:
-        assert by_prompt[p].ok == p.startswith("ok"), by_prompt[p]
-        assert injector.count(p) == 1
+    check_mixed_records(injector, records)
     assert summarize(records).errors_by_kind == MIXED_KINDS
 
 
