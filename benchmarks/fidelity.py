@@ -11,17 +11,24 @@ with ignore_eos, C streams, C x ``--requests-per-stream`` requests) is sent twic
 - by ``vllm bench serve`` (random dataset, same lengths, ``--max-concurrency C``, request rate
   inf), in a subprocess on the same CPUs.
 
-For each, vLLM's ``vllm:time_to_first_token_seconds`` histogram is scraped before and after, so
-the server's view covers exactly those requests: its mean is exact (sum / count), its median is
-interpolated within a bucket (the bucket is printed; vLLM's are 20 ms wide around 20-40 ms).
-Overhead = client TTFT - server TTFT: the client, the loopback and the API server's own work
-outside vLLM's timer (HTTP, tokenizing, detokenizing, SSE), which both tools pay alike.
-At C=1 the runner's requests are also matched one by one: the histogram's sum grows by exactly
-that request's server TTFT, so the per-request overhead is exact.
+For each, two server views of exactly those requests:
+
+- per request, exact: vLLM's OpenTelemetry span of each request (benchmarks/spans.py) carries
+  the TTFT vLLM observed for it and its id, which the client has from the response (the runner
+  keeps it as ``response_id``; the peer is given ``--request-id-prefix``). Overhead = client
+  TTFT - vLLM's TTFT, request by request: its median is the median overhead.
+- the distribution: vLLM's ``vllm:time_to_first_token_seconds`` histogram, scraped before and
+  after, with 1 ms buckets up to 2 s (``--custom-histogram-buckets``; vLLM's default ones are
+  20-150 ms wide there; a vLLM without that flag keeps them): its mean is exact (sum / count),
+  its median is within a bucket.
+
+Overhead is the client, the loopback and the API server's own work outside vLLM's timer (HTTP,
+tokenizing, detokenizing, SSE), which both tools pay alike. Exporting spans costs the API server
+a little; ``--no-spans`` measures without them (the histogram only).
 
 Usage: python benchmarks/fidelity.py [--streams 1,16,64,128]
        [--requests-per-stream 4] [--input-len 128] [--output-len 32] [--profile cpu-tiny]
-       [--no-peer] [--processes N]
+       [--no-peer] [--no-spans] [--processes N]
 Another version of the runner: RUNNER_ROOT=<its checkout> python benchmarks/fidelity.py
 Prints figures; asserts nothing (the machine may be shared: repeat a level that looks off).
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -44,6 +52,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 # The runner measured: this checkout's, or another's (RUNNER_ROOT=DIR) for a before/after.
 sys.path.insert(0, os.environ.get("RUNNER_ROOT") or str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from spans import SERVER_ENV, SpanSink  # noqa: E402
 
 from fixtures.metrics import scrape  # noqa: E402
 from fixtures.models import resolve_model  # noqa: E402
@@ -51,11 +62,13 @@ from fixtures.runner import Target, run_plan  # noqa: E402
 from fixtures.server import ServerConfig, VllmServer, check_engine_args  # noqa: E402
 from fixtures.session import MODEL_CACHE, load_tokenizer, usable_cpus  # noqa: E402
 from fixtures.workload import PlannedRequest, PromptFactory, WorkloadPlan  # noqa: E402
+from slo.errors import EngineArgError  # noqa: E402
 from slo.histogram import Histogram  # noqa: E402
-from slo.records import RequestRecord  # noqa: E402
 from slo.scenario import load_profile  # noqa: E402
 
 TTFT = "vllm:time_to_first_token_seconds"
+# 1 ms up to 2 s, then 50 ms up to 60 s: the median of the server's view to within 1 ms.
+FINE_BUCKETS = [k / 1000 for k in range(1, 2001)] + [2 + k / 20 for k in range(1, 1161)]
 PEER = (
     "import argparse, sys, vllm.benchmarks.serve as s; p = argparse.ArgumentParser(); "
     "s.add_cli_args(p); s.main(p.parse_args(sys.argv[1:]))"
@@ -69,6 +82,17 @@ def pct(values: list[float], q: float) -> float:
 
 def server_ttft(metrics_url: str, before: dict[str, Histogram]) -> Histogram:
     return scrape(metrics_url)[TTFT].minus(before[TTFT])
+
+
+def exact_overheads(sink: SpanSink | None, client_ttft_ms: dict[str, float]) -> list[float]:
+    """Per request: client TTFT - vLLM's TTFT from its span (ms), by response id."""
+    if sink is None:
+        return []
+    server = sink.wait_for(client_ttft_ms)
+    missing = len(client_ttft_ms) - len(server)
+    if missing:
+        print(f"  {missing} of {len(client_ttft_ms)} requests had no span: left out")
+    return [client_ttft_ms[k] - server[k] * 1000 for k in server]
 
 
 def plan(
@@ -85,40 +109,38 @@ def plan(
 
 
 def ours(
-    target: Target, metrics_url: str, p: WorkloadPlan, per_request: bool, processes: int = 1
+    target: Target, metrics_url: str, p: WorkloadPlan, sink: SpanSink | None, processes: int = 1
 ) -> tuple[list[float], Histogram, list[float]]:
-    """Client TTFTs (ms), the server's histogram over the same requests, and (``per_request``:
-    one stream only) each request's exact overhead (ms)."""
+    """Client TTFTs (ms), the server's histogram over the same requests and each request's
+    exact overhead (ms; with spans)."""
     before = scrape(metrics_url)
-    last = [before[TTFT]]
-    exact: list[float] = []
-
-    def each(r: RequestRecord) -> None:
-        # One stream: nothing else is in flight while this blocks the loop to scrape.
-        now = scrape(metrics_url)[TTFT]
-        d = now.minus(last[0])
-        last[0] = now
-        if r.ttft_s is not None and d.count == 1:
-            exact.append(r.ttft_s * 1000 - d.sum * 1000)
-
-    on_record = each if per_request else None
     if processes > 1:
         from fixtures.spread import run_plan_spread  # absent from runners before it
 
-        records = asyncio.run(run_plan_spread(p, target, processes, on_record=on_record))
+        records = asyncio.run(run_plan_spread(p, target, processes))
     else:
-        records = asyncio.run(run_plan(p, target, on_record=on_record))
+        records = asyncio.run(run_plan(p, target))
+    hist = server_ttft(metrics_url, before)
     bad = [r.error for r in records if r.error]
     if bad:
         print(f"  runner: {len(bad)} errors, e.g. {bad[0]}")
-    ttft = [r.ttft_s * 1000 for r in records if r.ttft_s is not None and r.error is None]
-    return ttft, server_ttft(metrics_url, before), exact
+    good = [(r, r.ttft_s * 1000) for r in records if r.ttft_s is not None and r.error is None]
+    # Runners before response_id have no key to the spans.
+    keyed = {rid: t for r, t in good if (rid := getattr(r, "response_id", None))}
+    return [t for _, t in good], hist, exact_overheads(sink, keyed)
 
 
 def peer(
-    base_url: str, metrics_url: str, model: Any, n: int, c: int, args: argparse.Namespace
-) -> tuple[list[float], Histogram, dict[str, Any]] | None:
+    base_url: str,
+    metrics_url: str,
+    model: Any,
+    n: int,
+    c: int,
+    args: argparse.Namespace,
+    sink: SpanSink | None,
+) -> tuple[list[float], Histogram, dict[str, Any], list[float]] | None:
     out = Path(tempfile.mkdtemp(prefix="peer-"))
+    prefix = f"bench-{c}-"  # its request i is then cmpl-{prefix}{i}
     cmd = [
         sys.executable, "-c", PEER, "--backend", "vllm", "--base-url", base_url,
         "--model", model.name, "--tokenizer", model.path, "--dataset-name", "random",
@@ -127,7 +149,7 @@ def peer(
         "--max-concurrency", str(c), "--request-rate", "inf", "--num-warmups", "0",
         "--percentile-metrics", "ttft", "--metric-percentiles", "50,99", "--disable-tqdm",
         "--save-result", "--save-detailed", "--result-dir", str(out), "--result-filename", "r.json",
-        "--seed", str(c),
+        "--seed", str(c), "--request-id-prefix", prefix,
     ]  # fmt: skip
     before = scrape(metrics_url)
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -136,8 +158,13 @@ def peer(
         print(f"  vllm bench serve failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
         return None
     result = json.loads((out / "r.json").read_text())
-    ttft = [t * 1000 for t, e in zip(result["ttfts"], result["errors"], strict=True) if not e]
-    return ttft, hist, result
+    done = [
+        (i, t * 1000)
+        for i, (t, e) in enumerate(zip(result["ttfts"], result["errors"], strict=True))
+        if not e
+    ]
+    exact = exact_overheads(sink, {f"cmpl-{prefix}{i}": t for i, t in done})
+    return [t for _, t in done], hist, result, exact
 
 
 def describe(name: str, ttft: list[float], hist: Histogram) -> tuple[str, float, float]:
@@ -156,6 +183,15 @@ def describe(name: str, ttft: list[float], hist: Histogram) -> tuple[str, float,
     return row, mean_oh, p50_oh
 
 
+def describe_exact(name: str, exact: list[float]) -> str:
+    if not exact:
+        return f"  {name:<17} per request: no spans"
+    return (
+        f"  {name:<17} per request (exact, n={len(exact)}): overhead p50 {pct(exact, 0.5):+.2f}  "
+        f"p99 {pct(exact, 0.99):+.2f}  mean {statistics.mean(exact):+.2f} ms"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", default="1,16,64,128")
@@ -165,6 +201,7 @@ def main() -> int:
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--profile", default="cpu-tiny")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--no-spans", action="store_true", help="the histogram only")
     ap.add_argument(
         "--processes", type=int, default=1, help="spread the runner over N worker processes"
     )
@@ -172,23 +209,37 @@ def main() -> int:
     levels = [int(c) for c in args.streams.split(",")]
     profile = load_profile(args.profile)
     model = resolve_model(profile.model, cache_dir=MODEL_CACHE)
-    engine_args = {**profile.server, "max_num_seqs": max(levels)}
-    config = ServerConfig.build(
-        model, engine_args, profile.env, cpus=usable_cpus(profile.server_cpus)
-    )
-    check = check_engine_args(sys.executable, engine_args, origin="benchmarks/fidelity.py")
-    client_cpus = usable_cpus(profile.client_cpus)
-    log = Path(tempfile.mkdtemp(prefix="fidelity-")) / "vllm.log"
-    prompts = PromptFactory(load_tokenizer(model))
-    print(
-        f"runner {sys.modules[run_plan.__module__].__file__}\n"
-        f"vLLM {check.vllm_version}, profile {profile.name}, server CPUs {config.cpus or 'all'}, "
-        f"client CPUs {client_cpus or 'all'}; input {args.input_len} / output "
-        f"{args.output_len} tokens; runner processes {args.processes}; "
-        f"load {os.getloadavg()[0]:.2f}; log {log}",
-        flush=True,
-    )
-    with VllmServer(config, log, argv=check.argv) as server:
+    with contextlib.ExitStack() as stack:
+        sink = None if args.no_spans else stack.enter_context(SpanSink())
+        engine_args = {
+            **profile.server,
+            "max_num_seqs": max(levels),
+            "custom_histogram_buckets": {"time_to_first_token": FINE_BUCKETS},
+            **({"otlp_traces_endpoint": sink.url} if sink else {}),
+        }
+        try:
+            check = check_engine_args(sys.executable, engine_args, origin="fidelity.py")
+        except EngineArgError as e:
+            if "custom_histogram_buckets" not in str(e):
+                raise
+            print("this vLLM has no --custom-histogram-buckets: its default TTFT buckets")
+            del engine_args["custom_histogram_buckets"]
+            check = check_engine_args(sys.executable, engine_args, origin="fidelity.py")
+        env = {**profile.env, **(SERVER_ENV if sink else {})}
+        config = ServerConfig.build(model, engine_args, env, cpus=usable_cpus(profile.server_cpus))
+        client_cpus = usable_cpus(profile.client_cpus)
+        log = Path(tempfile.mkdtemp(prefix="fidelity-")) / "vllm.log"
+        prompts = PromptFactory(load_tokenizer(model))
+        print(
+            f"runner {sys.modules[run_plan.__module__].__file__}\n"
+            f"vLLM {check.vllm_version}, profile {profile.name}, server CPUs "
+            f"{config.cpus or 'all'}, client CPUs {client_cpus or 'all'}; input "
+            f"{args.input_len} / output {args.output_len} tokens; runner processes "
+            f"{args.processes}; spans {'on' if sink else 'off'}; "
+            f"load {os.getloadavg()[0]:.2f}; log {log}",
+            flush=True,
+        )
+        server = stack.enter_context(VllmServer(config, log, argv=check.argv))
         print(f"server ready in {server.ready_s:.1f} s", flush=True)
         if client_cpus:
             os.sched_setaffinity(0, client_cpus)  # the peer's subprocess inherits it
@@ -200,28 +251,19 @@ def main() -> int:
         for c in levels:
             n = max(c * args.requests_per_stream, args.min_requests)
             t0 = time.monotonic()
-            ttft, hist, exact = ours(
-                target,
-                metrics_url,
-                plan(prompts, n, c, args.input_len, args.output_len, c),
-                per_request=c == 1,
-                processes=args.processes,
-            )
+            p = plan(prompts, n, c, args.input_len, args.output_len, c)
+            ttft, hist, exact = ours(target, metrics_url, p, sink, args.processes)
             print(f"\n{c} streams, {n} requests (load {os.getloadavg()[0]:.2f})", flush=True)
             row, ours_mean, ours_p50 = describe("runner", ttft, hist)
             print(row, f"  ({time.monotonic() - t0:.0f} s)", flush=True)
-            if exact:
-                print(
-                    f"  runner, per request (exact): overhead p50 {pct(exact, 0.5):+.2f}  "
-                    f"p99 {pct(exact, 0.99):+.2f}  mean {statistics.mean(exact):+.2f} ms "
-                    f"(n={len(exact)})",
-                    flush=True,
-                )
+            if sink:
+                print(describe_exact("runner", exact), flush=True)
             peer_mean = peer_p50 = float("nan")
+            peer_exact: list[float] = []
             if not args.no_peer:
-                got = peer(server.base_url, metrics_url, model, n, c, args)
+                got = peer(server.base_url, metrics_url, model, n, c, args, sink)
                 if got:
-                    pttft, phist, result = got
+                    pttft, phist, result, peer_exact = got
                     row, peer_mean, peer_p50 = describe("vllm bench serve", pttft, phist)
                     print(row, flush=True)
                     print(
@@ -230,13 +272,23 @@ def main() -> int:
                         f"{result.get('p99_ttft_ms', float('nan')):.2f} ms",
                         flush=True,
                     )
-            summary.append((c, pct(ttft, 0.5), ours_mean, ours_p50, peer_mean, peer_p50))
-    print("\noverhead = client TTFT - vLLM's TTFT histogram (ms); ratio = runner / vllm bench")
+                    if sink:
+                        print(describe_exact("vllm bench serve", peer_exact), flush=True)
+            summary.append((c, ours_mean, ours_p50, peer_mean, peer_p50, exact, peer_exact))
+    print(
+        "\noverhead = client TTFT - vLLM's TTFT (ms): mean and p50~ from its histogram; "
+        "p50 / p99 exact, request by request, from its spans; ratio = runner / vllm bench (mean)"
+    )
     print(f"{'streams':>7}  {'runner mean':>11}  {'bench mean':>10}  {'ratio':>6}  "
-          f"{'runner p50~':>11}  {'bench p50~':>10}")  # fmt: skip
-    for c, _, om, op, pm, pp in summary:
+          f"{'runner p50~':>11}  {'bench p50~':>10}  {'runner p50':>10}  {'bench p50':>9}  "
+          f"{'runner p99':>10}  {'bench p99':>9}")  # fmt: skip
+    for c, om, op, pm, pp, ex, pex in summary:
         ratio = om / pm if pm and pm == pm else float("nan")
-        print(f"{c:>7}  {om:>+11.2f}  {pm:>+10.2f}  {ratio:>6.2f}  {op:>+11.2f}  {pp:>+10.2f}")
+        print(
+            f"{c:>7}  {om:>+11.2f}  {pm:>+10.2f}  {ratio:>6.2f}  {op:>+11.2f}  {pp:>+10.2f}  "
+            f"{pct(ex, 0.5):>+10.2f}  {pct(pex, 0.5):>+9.2f}  {pct(ex, 0.99):>+10.2f}  "
+            f"{pct(pex, 0.99):>+9.2f}"
+        )
     return 0
 
 

@@ -39,6 +39,9 @@ class RequestRecord:
     """Error kind and message, e.g. ``"APIStatusError: 503 ..."``; None when it succeeded."""
     instance: str = ""
     """The vLLM instance that served it (``[servers.NAME]``); empty with one server."""
+    response_id: str | None = None
+    """The id the server gave the response (its chunks' ``id``): the key to this request in the
+    server's logs and traces."""
 
     @property
     def ok(self) -> bool:
@@ -97,6 +100,7 @@ def to_row(r: RequestRecord, t0_ns: int) -> dict[str, Any]:
         "output_tokens": r.output_tokens,
         "max_tokens": r.max_tokens,
         "instance": r.instance,
+        "response_id": r.response_id,
         # Derived, for people reading the file; ignored when it is read back.
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
@@ -149,6 +153,8 @@ def from_row(row: object) -> RequestRecord:
         error=get("error", str, True),
         # Absent in runs stored before multi-instance scenarios existed.
         instance=get("instance", str, False) if "instance" in row else "",
+        # Absent in runs stored before the response id was kept.
+        response_id=get("response_id", str, True) if "response_id" in row else None,
     )
 
 

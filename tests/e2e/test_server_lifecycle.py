@@ -193,6 +193,9 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
     # Completions prompts: the server's count (BOS included) is the planned one.
     assert all(r["prompt_tokens"] == r["expected_prompt_tokens"] for r in rows)
     assert all(r["output_tokens"] == 32 for r in rows)
+    # vLLM's own id for each request, one per request (its logs and traces use it).
+    assert all(r["response_id"].startswith("cmpl-") for r in rows)
+    assert len({r["response_id"] for r in rows}) == len(rows)
     # Closed loop: never more than 4 requests in flight.
     events = sorted([(r["sent_ns"], 1) for r in measured] + [(r["end_ns"], -1) for r in measured])
     in_flight = peak = 0
@@ -227,6 +230,7 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
     assert sorted(r["index"] for r in rows) == list(range(len(rows)))
     assert len(measured) == 60 and all(r["error"] is None for r in measured)
     assert all(r["output_tokens"] == 32 for r in measured)
+    assert len({r["response_id"] for r in measured}) == 60  # passed back from the workers
     cases = junit_cases(reports / "junit.xml")
     assert cases["test_objective[ttft p50]"]["outcome"] == "passed", proc.stdout[-3000:]
     assert cases["test_objective[ttft p50]"]["properties"]["slo.n"] == "60"

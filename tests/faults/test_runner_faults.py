@@ -105,6 +105,7 @@ def test_good_stream_is_measured(injector: FaultInjector, api: str) -> None:
     assert len(r.chunk_ns) == 5
     assert r.first_text_ns is not None and r.end_ns is not None
     assert r.sent_ns <= r.first_text_ns == r.chunk_ns[0] <= r.chunk_ns[-1] <= r.end_ns
+    assert r.response_id == ("chatcmpl-" if api == "chat" else "cmpl-") + "fault-injector"
     (seen,) = injector.seen
     assert seen.path == ("/v1/chat/completions" if api == "chat" else "/v1/completions")
     assert seen.body["stream"] is True and seen.body["stream_options"] == {"include_usage": True}
