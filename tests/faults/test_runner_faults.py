@@ -110,6 +110,11 @@ def test_good_stream_is_measured(injector: FaultInjector, api: str) -> None:
     assert seen.path == ("/v1/chat/completions" if api == "chat" else "/v1/completions")
     assert seen.body["stream"] is True and seen.body["stream_options"] == {"include_usage": True}
     assert seen.body["ignore_eos"] is True and seen.body["max_tokens"] == 4
+    assert seen.body["model"] == MODEL and "priority" not in seen.body
+    if api == "chat":
+        assert seen.body["messages"] == [{"role": "user", "content": "one two three"}]
+    else:
+        assert seen.body["prompt"] == "one two three"
     s = summarize([r])
     assert s.errors_by_kind == {} and s.error_rate == 0.0
 
