@@ -23,8 +23,11 @@ For each, two server views of exactly those requests:
   its median is within a bucket.
 
 Overhead is the client, the loopback and the API server's own work outside vLLM's timer (HTTP,
-tokenizing, detokenizing, SSE), which both tools pay alike. Exporting spans costs the API server
-a little; ``--no-spans`` measures without them (the histogram only).
+tokenizing, detokenizing, SSE), which both tools pay alike. The client's part on the reading
+side is shown apart: a 1 ms ticker beside the runner on its event loop (benchmarks/looplag.py)
+records how late it wakes, the wait a chunk arriving then has before it is timestamped.
+Exporting spans costs the API server a little; ``--no-spans`` measures without them (the
+histogram only).
 
 Usage: python benchmarks/fidelity.py [--streams 1,16,64,128]
        [--requests-per-stream 4] [--input-len 128] [--output-len 32] [--profile cpu-tiny]
@@ -54,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("RUNNER_ROOT") or str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from looplag import loop_lateness  # noqa: E402
 from spans import SERVER_ENV, SpanSink  # noqa: E402
 
 from fixtures.metrics import scrape  # noqa: E402
@@ -110,16 +114,18 @@ def plan(
 
 def ours(
     target: Target, metrics_url: str, p: WorkloadPlan, sink: SpanSink | None, processes: int = 1
-) -> tuple[list[float], Histogram, list[float]]:
-    """Client TTFTs (ms), the server's histogram over the same requests and each request's
-    exact overhead (ms; with spans)."""
+) -> tuple[list[float], Histogram, list[float], list[float]]:
+    """Client TTFTs (ms), the server's histogram over the same requests, each request's exact
+    overhead (ms; with spans) and the event loop's wake-up lateness during the run (s; one
+    process)."""
     before = scrape(metrics_url)
+    late: list[float] = []
     if processes > 1:
         from fixtures.spread import run_plan_spread  # absent from runners before it
 
         records = asyncio.run(run_plan_spread(p, target, processes))
     else:
-        records = asyncio.run(run_plan(p, target))
+        records, late = asyncio.run(loop_lateness(run_plan(p, target)))
     hist = server_ttft(metrics_url, before)
     bad = [r.error for r in records if r.error]
     if bad:
@@ -127,7 +133,7 @@ def ours(
     good = [(r, r.ttft_s * 1000) for r in records if r.ttft_s is not None and r.error is None]
     # Runners before response_id have no key to the spans.
     keyed = {rid: t for r, t in good if (rid := getattr(r, "response_id", None))}
-    return [t for _, t in good], hist, exact_overheads(sink, keyed)
+    return [t for _, t in good], hist, exact_overheads(sink, keyed), late
 
 
 def peer(
@@ -252,10 +258,16 @@ def main() -> int:
             n = max(c * args.requests_per_stream, args.min_requests)
             t0 = time.monotonic()
             p = plan(prompts, n, c, args.input_len, args.output_len, c)
-            ttft, hist, exact = ours(target, metrics_url, p, sink, args.processes)
+            ttft, hist, exact, late = ours(target, metrics_url, p, sink, args.processes)
             print(f"\n{c} streams, {n} requests (load {os.getloadavg()[0]:.2f})", flush=True)
             row, ours_mean, ours_p50 = describe("runner", ttft, hist)
             print(row, f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+            if late:
+                print(
+                    f"  runner's event loop: wake-up lateness p50 {pct(late, 0.5) * 1e3:.2f}  p99 "
+                    f"{pct(late, 0.99) * 1e3:.2f} ms (what a chunk arriving then waits)",
+                    flush=True,
+                )
             if sink:
                 print(describe_exact("runner", exact), flush=True)
             peer_mean = peer_p50 = float("nan")

@@ -16,11 +16,11 @@ import argparse
 import asyncio
 import statistics
 import threading
-import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from looplag import loop_lateness
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from fixtures.metrics import MetricsSampler, parse, parse_series
@@ -70,13 +70,7 @@ def serve(body: bytes) -> ThreadingHTTPServer:
 
 
 async def lateness(seconds: float) -> list[float]:
-    late = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t = time.perf_counter()
-        await asyncio.sleep(0.001)
-        late.append(time.perf_counter() - t - 0.001)
-    return late
+    return (await loop_lateness(asyncio.sleep(seconds)))[1]
 
 
 async def naive(url: str, interval: float, work: Awaitable[list[float]]) -> list[float]:
