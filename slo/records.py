@@ -21,7 +21,7 @@ class RequestRecord:
     intended_send_ns: int
     """When the arrival process wanted the request sent."""
     sent_ns: int
-    """When the client actually started the request."""
+    """When the request was sent: handed, built, to the HTTP transport."""
     first_text_ns: int | None
     """First streamed chunk that carries generated text (not the role-only chunk)."""
     end_ns: int | None

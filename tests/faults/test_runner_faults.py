@@ -14,7 +14,9 @@ import json
 import socket
 import time
 from collections.abc import Sequence
+from typing import Any
 
+import openai
 import pytest
 from hypothesis import event, example, given
 from hypothesis import strategies as st
@@ -117,6 +119,25 @@ def test_good_stream_is_measured(injector: FaultInjector, api: str) -> None:
         assert seen.body["prompt"] == "one two three"
     s = summarize([r])
     assert s.errors_by_kind == {} and s.error_rate == 0.0
+
+
+def test_building_the_request_is_schedule_lag_not_ttft(
+    injector: FaultInjector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Time the openai client spends building a request is the instrument's: the request counts
+    as sent when the transport gets it, so it shows as schedule lag, never as TTFT."""
+    build = openai.AsyncOpenAI._build_request
+
+    def slow_build(self: openai.AsyncOpenAI, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.08)
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "_build_request", slow_build)
+    injector.faults["slow to build"] = Fault(chunks=3)
+    r = only(run(open_plan(["slow to build"]), injector.url)[0])
+    assert r.ok
+    assert r.schedule_lag_s >= 0.08
+    assert r.ttft_s is not None and r.ttft_s < 0.08
 
 
 # -- one fault at a time ---------------------------------------------------------------------------
