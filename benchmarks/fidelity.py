@@ -26,7 +26,7 @@ Overhead is the client, the loopback and the API server's own work outside vLLM'
 tokenizing, detokenizing, SSE), which both tools pay alike. The client's part on the reading
 side is shown apart: a 1 ms ticker beside the runner on its event loop (benchmarks/looplag.py)
 records how late it wakes, the wait a chunk arriving then has before it is timestamped.
-Exporting spans costs the API server a little; ``--no-spans`` measures without them (the
+Exporting spans may cost the API server a little; ``--no-spans`` measures without them (the
 histogram only).
 
 Usage: python benchmarks/fidelity.py [--streams 1,16,64,128]

@@ -39,6 +39,8 @@ class SpanSink:
     def __init__(self) -> None:
         self._bodies: list[bytes] = []
         self._lock = threading.Lock()
+        self._ttft: dict[str, float] = {}
+        self._decoded = 0  # bodies decoded into _ttft so far
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,14 +73,15 @@ class SpanSink:
         self._server.server_close()
 
     def ttft_by_id(self) -> dict[str, float]:
-        """Every span received so far: the response id (``request_key``) to vLLM's TTFT in s."""
+        """Every span received so far: the response id (``request_key``) to vLLM's TTFT in s
+        (bodies are decoded once, the first time this sees them)."""
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
             ExportTraceServiceRequest,
         )
 
         with self._lock:
-            bodies = list(self._bodies)
-        out: dict[str, float] = {}
+            bodies = self._bodies[self._decoded :]
+        self._decoded += len(bodies)
         for body in bodies:
             req = ExportTraceServiceRequest()
             req.ParseFromString(body)
@@ -88,8 +91,8 @@ class SpanSink:
                         attrs = {kv.key: kv.value for kv in span.attributes}
                         if TTFT_ATTR in attrs and ID_ATTR in attrs:
                             key = request_key(attrs[ID_ATTR].string_value)
-                            out[key] = attrs[TTFT_ATTR].double_value
-        return out
+                            self._ttft[key] = attrs[TTFT_ATTR].double_value
+        return self._ttft
 
     def wait_for(self, keys: Iterable[str], timeout_s: float = 15.0) -> dict[str, float]:
         """The spans of ``keys``, waiting for vLLM's exporter to send them (at most
