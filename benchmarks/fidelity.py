@@ -265,7 +265,8 @@ def main() -> int:
             if late:
                 print(
                     f"  runner's event loop: wake-up lateness p50 {pct(late, 0.5) * 1e3:.2f}  p99 "
-                    f"{pct(late, 0.99) * 1e3:.2f} ms (what a chunk arriving then waits)",
+                    f"{pct(late, 0.99) * 1e3:.2f}  max {max(late) * 1e3:.1f} ms (what a chunk "
+                    "arriving then waits)",
                     flush=True,
                 )
             if sink:
