@@ -14,6 +14,7 @@ import json
 import socket
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -119,6 +120,14 @@ def test_good_stream_is_measured(injector: FaultInjector, api: str) -> None:
         assert seen.body["prompt"] == "one two three"
     s = summarize([r])
     assert s.errors_by_kind == {} and s.error_rate == 0.0
+
+
+def test_priority_reaches_the_server_in_the_body(injector: FaultInjector) -> None:
+    base = open_plan(["urgent"])
+    plan = replace(base, requests=(replace(base.requests[0], priority=-5),))
+    assert only(run(plan, injector.url)[0]).ok
+    (seen,) = injector.seen
+    assert seen.body["priority"] == -5 and seen.body["ignore_eos"] is True
 
 
 def test_building_the_request_is_schedule_lag_not_ttft(
