@@ -56,6 +56,17 @@ class VerdictRow:
     confidence: float
     profile: str
     message: str
+    n_eff: float | None = None
+    """Effective sample size after the dependence handling (absent in older run folders)."""
+    lag1: float | None = None
+    """Lag-1 autocorrelation of the judged series in send order."""
+
+    @property
+    def n_shown(self) -> str:
+        """``600`` or ``600 (eff. 312)`` where clustering shrank the sample."""
+        if self.n_eff is not None and self.n_eff < 0.9 * self.n:
+            return f"{self.n} (eff. {self.n_eff:.0f})"
+        return str(self.n)
 
     @property
     def name(self) -> str:
@@ -316,6 +327,12 @@ def _verdict(row: Mapping[str, Any], origin: str) -> VerdictRow:
             confidence=float(row.get("confidence") or 0.95),
             profile=str(row.get("profile") or ""),
             message=str(row.get("message") or ""),
+            n_eff=_float(row.get("n_eff"), missing=math.nan)
+            if row.get("n_eff") is not None
+            else None,
+            lag1=_float(row.get("lag1_autocorrelation"), missing=math.nan)
+            if row.get("lag1_autocorrelation") is not None
+            else None,
         )
     except KeyError as e:
         raise SuiteError(

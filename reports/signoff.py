@@ -41,6 +41,7 @@ from reports.files import write_atomic
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow, load_run
 from slo.errors import UnitError
 from slo.units import Dimension, dimension_of, format_quantity
+from slo.verdict import CLAIM
 
 MESSAGE_LIMIT = 600
 """Characters of a failed test's message that are kept (pytest may print long tracebacks)."""
@@ -412,6 +413,21 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], raw: bool = False
     return "".join(out)
 
 
+def _lag1(v: VerdictRow) -> str:
+    return "" if v.lag1 is None or math.isnan(v.lag1) else f"{v.lag1:.2f}"
+
+
+VERDICT_NOTE = (
+    "PASS: the whole confidence interval meets the threshold; FAIL: the whole interval misses "
+    "it, or the server failed the run (errors past the scenario's bound, or it died); "
+    "INCONCLUSIVE: it straddles the threshold, or the run was not steady (counts as not passed "
+    "for sign-off); INVALID: the client could not vouch for the measurement (a lagging schedule, "
+    "requests the server rejected as malformed). n (eff.): requests judged, and what they count "
+    "for once serial correlation is accounted for; lag-1: their lag-1 autocorrelation in send "
+    "order. "
+)
+
+
 def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
     head = [
         "scenario",
@@ -420,6 +436,7 @@ def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
         "estimate",
         f"{confidence:.0%} CI",
         "n",
+        "lag-1",
         "threshold",
         "message",
     ]
@@ -430,7 +447,8 @@ def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
             f"<td>{_badge(v.outcome.value)}</td>",
             f"<td class='num'>{_e(fmt(v.estimate, v.metric))}</td>",
             f"<td class='num'>{_e(verdict_ci(v))}</td>",
-            f"<td class='num'>{v.n}</td>",
+            f"<td class='num'>{_e(v.n_shown)}</td>",
+            f"<td class='num'>{_e(_lag1(v))}</td>",
             f"<td class='num'>{_e(threshold(v))}</td>",
             f"<td class='msg'>{_e(v.message)}</td>",
         ]
@@ -720,9 +738,7 @@ def render_html(report: SignoffReport) -> str:
         _verdict_table(run.verdicts, report.confidence)
         if run.verdicts
         else "<p class='warn'>No objective was judged in this run.</p>",
-        "<p class='note'>PASS: the whole confidence interval meets the threshold; FAIL: the "
-        "whole interval misses it; INCONCLUSIVE: it straddles the threshold (counts as not "
-        "passed for sign-off); INVALID: the run broke a validity bound.</p>",
+        f"<p class='note'>{_e(VERDICT_NOTE + CLAIM)}</p>",
         _regression_html(run),
         _other_tests_html(unjudged_tests(run)),
         "</section>",
@@ -789,6 +805,7 @@ def render_markdown(report: SignoffReport) -> str:
                 "estimate",
                 f"{report.confidence:.0%} CI",
                 "n",
+                "lag-1",
                 "threshold",
             ],
             (
@@ -798,14 +815,15 @@ def render_markdown(report: SignoffReport) -> str:
                     v.outcome.value,
                     fmt(v.estimate, v.metric),
                     verdict_ci(v),
-                    v.n,
+                    v.n_shown,
+                    _lag1(v),
                     threshold(v),
                 ]
                 for v in run.verdicts
             ),
         )
         lines += [f"- {_md(v.message)}" for v in run.verdicts if v.outcome.value != "PASS"]
-        lines.append("")
+        lines += ["", _md(VERDICT_NOTE + CLAIM), ""]
     else:
         lines += ["No objective was judged in this run.", ""]
     regressions = regression_tests(run)

@@ -41,6 +41,12 @@ def _percentile_sorted(data: Sequence[float], q: float) -> float:
     lo = math.floor(h)
     t = h - lo
     a, b = data[lo], data[lo + 1]
+    # A failed request is +inf: sitting exactly on the value below it (t = 0) is that value,
+    # any step towards it is +inf (numpy would compute inf * 0 = nan for the first).
+    if t == 0:
+        return a
+    if b == math.inf:
+        return math.inf
     diff = b - a
     # numpy interpolates from the nearer end, which keeps the result monotone in t.
     if t >= 0.5:

@@ -25,7 +25,7 @@ class RequestRecord:
     first_text_ns: int | None
     """First streamed chunk that carries generated text (not the role-only chunk)."""
     end_ns: int | None
-    """Last chunk received (stream closed)."""
+    """Last chunk received (stream closed): after the usage chunk and [DONE]."""
     chunk_ns: tuple[int, ...] = field(default=(), repr=False)
     """Arrival time of every text-carrying chunk, in order."""
     prompt_tokens: int | None = None
@@ -54,18 +54,26 @@ class RequestRecord:
         return (self.first_text_ns - self.sent_ns) / 1e9
 
     @property
+    def last_text_ns(self) -> int | None:
+        """The last chunk that carried generated text: where E2E ends, as in vLLM bench serve
+        (the usage chunk and [DONE] that follow it are not generation)."""
+        return self.chunk_ns[-1] if self.chunk_ns else self.end_ns
+
+    @property
     def e2e_s(self) -> float | None:
-        if self.end_ns is None or not self.ok:
+        last = self.last_text_ns
+        if last is None or not self.ok:
             return None
-        return (self.end_ns - self.sent_ns) / 1e9
+        return (last - self.sent_ns) / 1e9
 
     @property
     def tpot_s(self) -> float | None:
         """(E2E - TTFT) / (output_tokens - 1): vLLM bench serve's and MLPerf's definition."""
         if not self.ok or self.output_tokens is None or self.output_tokens < 2:
             return None
-        assert self.end_ns is not None and self.first_text_ns is not None
-        return (self.end_ns - self.first_text_ns) / 1e9 / (self.output_tokens - 1)
+        last = self.last_text_ns
+        assert last is not None and self.first_text_ns is not None
+        return (last - self.first_text_ns) / 1e9 / (self.output_tokens - 1)
 
     @property
     def itl_s(self) -> tuple[float, ...]:

@@ -153,7 +153,8 @@ class Workload:
 
 @dataclass(frozen=True)
 class Validity:
-    """Bounds past which a run says INVALID instead of PASS/FAIL."""
+    """``[validity]``: past ``schedule_lag_p99_s`` the client lagged and the run is INVALID;
+    past ``error_rate`` the server failed it and every objective FAILs."""
 
     schedule_lag_p99_s: float = 0.010
     error_rate: float = 0.01

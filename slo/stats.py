@@ -36,6 +36,16 @@ class RunSummary:
     output_tokens: int
     n_good: int | None = None
     """Requests that met every per-request goodput bound; None when no bounds were given."""
+    failed: tuple[bool, ...] = ()
+    """Per request in send order: it failed (the error-rate series)."""
+    itl_request: tuple[int, ...] = ()
+    """The request (its index) each ``itl`` gap belongs to: gaps of one request move together."""
+    done_s: tuple[float, ...] = ()
+    """Per completed request: when its last token arrived, seconds from the window's start."""
+    done_tokens: tuple[int, ...] = ()
+    """Per completed request: its output tokens (same order as ``done_s``)."""
+    done_good: tuple[bool, ...] = ()
+    """Per completed request: it met every goodput bound (empty without bounds)."""
 
     @property
     def goodput(self) -> float | None:
@@ -141,11 +151,15 @@ def summarize(
 ) -> RunSummary:
     """``goodput_limits``: per-request bounds (metric -> seconds, e.g. {"ttft": 0.5}) a request
     must all meet to count as good; goodput is the good requests per second of the window."""
-    measured = [
-        r
-        for r in records
-        if not r.warmup and (request_class is None or r.request_class == request_class)
-    ]
+    # Send order (the plan's index order): the dependence handling reads the series in it.
+    measured = sorted(
+        (
+            r
+            for r in records
+            if not r.warmup and (request_class is None or r.request_class == request_class)
+        ),
+        key=lambda r: r.index,
+    )
     ok = [r for r in measured if r.ok]
     errors = Counter((r.error or "no text received").split(":", 1)[0] for r in measured if not r.ok)
     if measured:
@@ -165,16 +179,16 @@ def summarize(
                 out.append(INF)
         return tuple(out)
 
-    n_good = None
+    good: tuple[bool, ...] = ()
     if goodput_limits is not None:
-        n_good = sum(
-            1
-            for r in ok
-            if all(
+        good = tuple(
+            all(
                 (v := getattr(r, f"{m}_s")) is not None and v <= limit
                 for m, limit in goodput_limits.items()
             )
+            for r in ok
         )
+    start_ns = min((r.sent_ns for r in measured), default=0)
     return RunSummary(
         request_class=request_class,
         n=len(measured),
@@ -187,5 +201,10 @@ def summarize(
         itl=tuple(g for r in ok for g in r.itl_s),
         schedule_lag=tuple(r.schedule_lag_s for r in measured),
         output_tokens=sum(r.output_tokens or 0 for r in ok),
-        n_good=n_good,
+        n_good=sum(good) if goodput_limits is not None else None,
+        failed=tuple(not r.ok for r in measured),
+        itl_request=tuple(r.index for r in ok for _ in r.itl_s),
+        done_s=tuple(((r.last_text_ns or r.sent_ns) - start_ns) / 1e9 for r in ok),
+        done_tokens=tuple(r.output_tokens or 0 for r in ok),
+        done_good=good,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from slo.sequential import StopRule
 from tests.e2e.helpers import group_alive, junit_cases, run_suite
 
 OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput", "goodput")
@@ -38,12 +39,32 @@ def test_realtime_scenario_passes_on_cpu_vllm(
         assert props["slo.profile"] == "cpu-tiny"
         assert props["slo.vllm_version"] == "0.32.0"
     ttft_p99 = cases["test_objective[ttft p99]"]["properties"]
-    assert int(ttft_p99["slo.n"]) == 600
+    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == 600
     assert (
         float(ttft_p99["slo.ci_lower"])
         <= float(ttft_p99["slo.estimate"])
         <= float(ttft_p99["slo.ci_upper"])
     )
+    assert ttft_p99["slo.claim"].startswith("Each objective is judged on a two-sided")
+
+
+def test_serial_correlation_of_a_real_run_is_measured_and_reported(
+    main_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    # What the dependence handling made of real vLLM traffic: the lag-1 autocorrelation of each
+    # judged series and the effective sample size, per objective, in summary.json and JUnit.
+    _, out = main_run
+    stats = json.loads((out / "realtime" / "summary.json").read_text())["statistics"]
+    assert stats["claim"].startswith("Each objective is judged")
+    cases = junit_cases(out / "junit.xml")
+    for name, row in stats["objectives"].items():
+        props = cases[f"test_objective[{name}]"]["properties"]
+        assert float(props["slo.n_eff"]) == pytest.approx(row["n_eff"])
+        assert 0 < row["n_eff"] <= row["n"]
+        print(f"{name}: n={row['n']} n_eff={row['n_eff']:.0f} lag1={row['lag1_autocorrelation']}")
+    ttft = stats["objectives"]["ttft p50"]
+    # Poisson arrivals into a queue: TTFTs of neighbouring requests are correlated.
+    assert -1 < ttft["lag1_autocorrelation"] < 1
 
 
 def test_one_server_start_for_all_objectives_and_nothing_left_running(
@@ -100,12 +121,14 @@ def test_sequential_stop_ends_a_clearly_failing_run_at_the_first_look(tmp_path: 
         json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
     ]
     measured = [r for r in rows if not r["warmup"]]
-    # The first look is at 75 of 600 requests; a few more may have been in flight.
-    assert 75 <= len(measured) < 150
+    # The first look is at 200 of 600 requests; a few more may have been in flight.
+    assert 200 <= len(measured) < 300
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert {v["outcome"] for v in verdicts} == {"FAIL"}
-    assert {v["n"] for v in verdicts} == {75}
-    assert "98.75% CI" in verdicts[0]["message"]
+    assert {v["n"] + v["warmup_dropped"] for v in verdicts} == {200}
+    # Judged at the rule's per-look level (the p50 and p99 objectives set it).
+    rule = StopRule.for_workload(600, 0.95, quantiles=(0.5, 0.99))
+    assert f"{rule.look_confidence * 100:.4g}% CI" in verdicts[0]["message"]
     # The sign-off page and per-objective JUnit are rendered at the end of the run.
     assert "FAIL" in (tmp_path / "signoff.html").read_text()
     assert (tmp_path / "slo-junit.xml").exists()

@@ -97,7 +97,9 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     assert ok and errors, errors
     assert all(re.match(r"(StreamCut|NoResponse|ConnectError): ", e) for e in errors), errors
     summary = json.loads((folder / "summary.json").read_text())
-    assert "the server died mid-workload" in summary["invalid_reasons"]
+    # The server's death is its failure: every objective FAILs (not INVALID).
+    assert "it died mid-workload" in summary["server_failures"]
+    assert summary["invalid_reasons"] == []
     assert summary["summary"]["errors"] == len(errors)
 
     # The next test that needs the config got a fresh server, and it served every request.

@@ -87,6 +87,8 @@ def test_lagging_client_is_invalid_never_pass(tmp_path: Path) -> None:
     assert verdict.outcome is Outcome.INVALID
     # The held loop inflated TTFT as well: the figure is the client's, and the verdict says so.
     assert "INVALID, run INVALID: schedule lag p99 = " in verdict.message
-    # The same records without the lag would PASS: INVALID is what the lag changed.
-    on_time = dataclasses.replace(result, invalid_reasons=())
-    assert on_time.judge(objective).outcome is Outcome.PASS
+    # The same records without the lag reason are not INVALID: the lag is what made them so.
+    # (The held loop delayed requests in bursts, so their TTFTs are clustered, and the interval
+    # says it cannot decide rather than PASS on them.)
+    on_time = dataclasses.replace(result, invalid_reasons=()).judge(objective)
+    assert on_time.outcome is Outcome.INCONCLUSIVE and "clustered" in on_time.note

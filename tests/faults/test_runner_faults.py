@@ -27,7 +27,7 @@ from fixtures.workload import PlannedRequest, WorkloadPlan
 from slo.records import RequestRecord
 from slo.scenario import Validity, parse_objective
 from slo.stats import summarize
-from slo.verdict import Outcome, check_validity, evaluate
+from slo.verdict import Outcome, check_server, check_validity, evaluate, judge
 from tests.faults.injector import Fault, FaultInjector
 
 MODEL = "fault-injector-model"
@@ -315,14 +315,17 @@ def test_every_fault_is_one_record_and_counts(injector: FaultInjector, arrival: 
     assert s.error_rate == pytest.approx(7 / 13)
     assert sorted(s.ttft)[-7:] == [float("inf")] * 7  # failures are the slowest, not gone
 
-    # A TTFT objective that every good request meets easily still FAILs: errors count as misses.
+    # A TTFT objective that every good request meets easily still FAILs: errors count as misses,
+    # and past the error-rate bound the server has failed the run (not the client: not INVALID).
     ttft = parse_objective("t.toml", "objectives.t", "ttft p99", "<= 10s")
-    v = evaluate(ttft, s, confidence=0.95, profile="faults")
+    validity = Validity(schedule_lag_p99_s=10.0, error_rate=0.01)
+    assert check_validity(s, validity) == []
+    (reason,) = check_server(s, validity)
+    assert reason.startswith("error rate = 53.85% > 1.00% (7 of 13 requests failed: ")
+    v = judge(ttft, records, confidence=0.95, profile="faults", server_failures=[reason])
     assert v.outcome is Outcome.FAIL and v.estimate == float("inf")
     rate = parse_objective("t.toml", "objectives.t", "error_rate", "<= 5%")
     assert evaluate(rate, s, confidence=0.95, profile="faults").outcome is Outcome.FAIL
-    (reason,) = check_validity(s, Validity(schedule_lag_p99_s=10.0, error_rate=0.01))
-    assert reason.startswith("error rate = 53.85% > 1.00% (7 of 13 requests failed: ")
 
 
 def test_same_objective_without_faults_is_not_failed(injector: FaultInjector) -> None:

@@ -163,3 +163,9 @@ def test_a_bad_number_option_is_named_as_typed(tmp_path: Path, option: str, valu
     proc = run_suite(["--collect-only", "-m", "realtime", option, value], tmp_path)
     assert proc.returncode == 4
     assert f"{option} = {value!r}: expected a number >= " in proc.stderr
+
+
+def test_a_headroom_at_or_over_the_threshold_is_refused(tmp_path: Path) -> None:
+    proc = run_suite(["--collect-only", "-m", "realtime", "--slo-headroom", "1.2"], tmp_path)
+    assert proc.returncode == 4
+    assert "--slo-headroom = 1.2: expected a fraction of the threshold below 1" in proc.stderr

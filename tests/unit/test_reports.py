@@ -325,11 +325,12 @@ def test_signoff_html_of_the_sample_run(tmp_path: Path) -> None:
     rows, svgs = table_rows(html, "verdicts")
     head, body = rows[0], rows[1:]
     assert head[:4] == ["scenario", "objective", "outcome", "estimate"]
-    assert {"n", "threshold", "95% CI"} <= set(head)
+    assert {"n", "lag-1", "threshold", "95% CI"} <= set(head)
     got = {(r[1], r[2]) for r in body}
     assert got == {(o.split(" <=")[0].split(" >=")[0], out) for o, out in SAMPLE_OBJECTIVES.items()}
     p50 = next(r for r in body if r[1] == "ttft p50")
-    assert p50[3:7] == ["17 ms", "[17 ms, 18 ms]", "600", "≤ 60 ms"]
+    # A run folder from before the dependence handling has no lag-1 figure: the cell is empty.
+    assert p50[3:8] == ["17 ms", "[17 ms, 18 ms]", "600", "", "≤ 60 ms"]
     assert "Result: PASS" in html
     assert svgs >= 2 and html.count("<polyline") >= 2  # CDF and timeline drawn
     assert resource_urls(html) == [] and "<script" not in html.lower()
