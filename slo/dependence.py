@@ -71,7 +71,8 @@ def long_run_variance_with_bandwidth(
         else:
             b = np.full(g0.shape, min(float(bandwidth), cap))
         lags = np.arange(1, cap + 1, dtype=np.float64)
-        weights = np.clip(1 - lags / (b[..., None] + 1), 0, None)
+        # Bartlett weights on lags up to the bandwidth (arch's convention: k <= B).
+        weights = np.where(lags <= b[..., None], 1 - lags / (b[..., None] + 1), 0.0)
         lrv = g0 + 2 * np.sum(weights * acov[..., 1:], axis=-1)
     return np.where(g0 > 0, lrv, np.nan), b
 
