@@ -132,9 +132,8 @@ def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: P
     assert p50["outcome"] == "passed" and p50["properties"]["slo.n"] == "60"
     # 60 samples cannot bound a p99: INCONCLUSIVE, which the cpu-tiny profile counts as a failure.
     assert p99["outcome"] == "failed" and p99["properties"]["slo.outcome"] == "INCONCLUSIVE"
-    assert re.search(
-        r"p99 needs at least 3\d\d samples to PASS at 95% confidence, got 60", p99["message"]
-    )
+    # The message plans the run: a bounded p99 needs a few hundred effective samples.
+    assert re.search(r"about \d{3,} requests would decide it \(PASS\)", p99["message"])
     assert proc.returncode == 1
     for f in reports.rglob("*"):
         if f.is_file():
