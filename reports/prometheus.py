@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry, push_to_gateway
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.openmetrics.exposition import generate_latest as _openmetrics
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as _parse
 
 from reports.files import write_atomic
 from slo.errors import SuiteError, UnitError
@@ -43,8 +44,9 @@ SCENARIO_LABELS = (*RUN_LABELS, "scenario", "variant")
 PER_REQUEST = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
 
 
-# Typed here: prometheus_client leaves this one unannotated.
+# Typed here: prometheus_client leaves these unannotated.
 generate_openmetrics: Callable[[CollectorRegistry], bytes] = _openmetrics
+parse_openmetrics: Callable[[str], Iterable[Metric]] = _parse
 
 
 class PushError(SuiteError):
