@@ -150,7 +150,8 @@ def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
         (tmp / "prometheus.yml").write_text(json.dumps(scrape))  # JSON is YAML
         with (
             started(
-                [PUSHGATEWAY, f"--web.listen-address={gateway}"],
+                # Debian's build persists to /var/lib/prometheus by default: memory only here.
+                [PUSHGATEWAY, f"--web.listen-address={gateway}", "--persistence.file="],
                 tmp / "pushgateway.log",
                 f"http://{gateway}/-/ready",
             ),
@@ -165,7 +166,7 @@ def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
                 f"http://127.0.0.1:{prom_port}/-/ready",
             ),
         ):
-            out = tmp / "run"
+            out = tmp / f"run-{int(time.time())}"  # the run_id label
             t0 = time.time()
             proc = run_suite(
                 [
