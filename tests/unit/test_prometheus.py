@@ -175,6 +175,10 @@ def test_bad_pushgateway_urls(url: str, needle: str) -> None:
         (["--slo-pushgateway", "pushgateway:9091"], "--slo-pushgateway 'pushgateway:9091'"),
         (["--slo-metrics-port", "70000"], "--slo-metrics-port = '70000': expected a TCP port"),
         (["--slo-metrics-port", "x"], "--slo-metrics-port = 'x': expected a TCP port"),
+        (
+            ["--slo-metrics-port", "9400", "-n", "2", "--dist", "loadscope"],
+            "--slo-metrics-port 9400 with -n",
+        ),
     ],
 )
 def test_bad_monitoring_options_stop_the_suite(
