@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -119,15 +120,17 @@ def _value(x: float, metric: str) -> str:
     return fmt(x, metric)
 
 
+def _bound(x: Any) -> float:
+    """An interval side as stored (JSON null for an unbounded side) as a number."""
+    return math.inf if x is None else float(x)
+
+
 def _cells(c: Mapping[str, Any]) -> list[str]:
     metric = str(c["metric"])
-    lo, hi = float(c["ci_lower"]), float(c["ci_upper"])
-    interval = (
-        "no interval"
-        if lo == hi == float(c["estimate"])
-        else (f"{_value(lo, metric)} to {_value(hi, metric)}")
-    )
-    return [str(c["outcome"]), _value(float(c["estimate"]), metric), interval, str(c["n"])]
+    lo, hi, est = _bound(c["ci_lower"]), _bound(c["ci_upper"]), float(c["estimate"])
+    shown = f"{_value(lo, metric)} to {_value(hi, metric)}"
+    interval = "no interval" if lo == hi == est else shown
+    return [str(c["outcome"]), _value(est, metric), interval, str(c["n"])]
 
 
 def table(data: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
