@@ -82,7 +82,13 @@ def test_runs_of_different_request_lists_are_not_compared(tmp_path: Path) -> Non
     records = b / "realtime" / "records.jsonl"
     rows = records.read_text().splitlines()
     records.write_text("\n".join(rows[:-1]) + "\n")
-    with pytest.raises(SuiteError, match="did not send the same request list"):
+    with pytest.raises(SuiteError, match=r"same request list \(50 requests against 49 "):
+        write(a, b)
+    # As many requests, one of another length.
+    changed = json.loads(rows[5])
+    changed["max_tokens"] += 1
+    records.write_text("\n".join([*rows[:5], json.dumps(changed), *rows[6:]]) + "\n")
+    with pytest.raises(SuiteError, match=r"did not send the same request list \(request 5 differs"):
         write(a, b)
     assert not (a / "engines.json").exists()
     assert main([str(a), str(tmp_path / "missing")]) == 2
