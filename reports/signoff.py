@@ -37,6 +37,14 @@ from reports.analysis import (
     timeline,
     ttft_cdfs,
 )
+from reports.engines import (
+    engine_lines,
+    engines_html,
+    no_figures,
+    no_figures_html,
+)
+from reports.engines import markdown as engines_markdown
+from reports.engines import stored as stored_engines
 from reports.files import write_atomic
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow, load_run
 from slo.errors import UnitError
@@ -669,7 +677,7 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
         meta += f"; workload {sc.workload_s:.0f} s"
     if sc.server.get("ready_s") is not None:
         meta += f"; server ready in {float(sc.server['ready_s']):.0f} s"
-    meta += "</p>"
+    meta += "".join(f"<br>{_e(line)}" for line in engine_lines(sc.server) if line) + "</p>"
     invalid = "".join(f"<p class='warn'>run INVALID: {_e(r)}</p>" for r in sc.invalid_reasons)
     cdf = charts.cdf_chart(s.cdfs, markers, f"TTFT CDF, scenario {sc.label}")
     tl = charts.timeline_chart(
@@ -686,11 +694,13 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
         + "<figcaption>Share of measured requests whose TTFT was at most x, per class. A "
         "percentile objective holds where its marker lies on or left of the curve."
         "</figcaption></figure>"
-        + _decomposition_html(s.decomposition)
+        + (no_figures_html(sc.server) or _decomposition_html(s.decomposition))
         + "</div><figure><h3>TTFT and load over time</h3>"
         + tl
         + "<figcaption>Each dot is one request at its send time. Requests in flight above "
-        "max_num_seqs wait in vLLM's queue.</figcaption></figure>" + _server_html(s) + "</section>"
+        "max_num_seqs wait in vLLM's queue.</figcaption></figure>"
+        + ("" if no_figures(sc.server) else _server_html(s))
+        + "</section>"
     )
 
 
@@ -744,6 +754,7 @@ def render_html(report: SignoffReport) -> str:
         "</section>",
         _claims_html(run),
         _comparison_html(report),
+        engines_html(run.path),
         *(_section_html(s, report.confidence) for s in report.sections),
         "<section id='environment'><h2>Environment</h2>",
         _table(["what", "value"], environment_rows(run)),
@@ -875,6 +886,8 @@ def render_markdown(report: SignoffReport) -> str:
                 ]
             rows.append(row)
         lines += _md_table(head, rows)
+    if (engines := stored_engines(run.path)) is not None:
+        lines += [engines_markdown(engines)]
     for s in report.sections:
         sc = s.scenario
         lines += [
@@ -882,6 +895,7 @@ def render_markdown(report: SignoffReport) -> str:
             "",
             f"Engine args: {_md(engine_args_text(sc.engine_args))}",
             "",
+            *engine_lines(sc.server),
         ]
         lines += [f"> run INVALID: {_md(r)}" for r in sc.invalid_reasons]
         for c in s.stats:
@@ -920,7 +934,9 @@ def render_markdown(report: SignoffReport) -> str:
                 "",
             ]
         d = s.decomposition
-        if d is None:
+        if no_figures(sc.server):
+            pass  # said under the scenario's heading
+        elif d is None:
             lines += ["TTFT decomposition: not available (no vLLM histograms in this run).", ""]
         else:
             lines += ["**TTFT decomposition (means, vLLM histograms)**", ""]

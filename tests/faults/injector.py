@@ -36,6 +36,7 @@ _PATHS = ("/v1/chat/completions", "/v1/completions")
 _REASONS = {
     400: "Bad Request",
     404: "Not Found",
+    422: "Unprocessable Entity",
     429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",
@@ -91,8 +92,14 @@ class FaultInjector:
         *,
         default: Fault = Fault(),
         hang_cap_s: float = 60.0,
+        reject_fields: frozenset[str] = frozenset(),
+        usage: bool = True,
     ) -> None:
         self.faults: dict[str, Fault] = dict(faults or {})
+        self.reject_fields = reject_fields
+        """Request fields answered with HTTP 422, as a server without vLLM's extensions does."""
+        self.usage = usage
+        """False: never a usage chunk, whatever stream_options asks (an engine without one)."""
         """Fault by prompt text; may be changed between runs."""
         self.default = default
         self.hang_cap_s = hang_cap_s
@@ -215,6 +222,9 @@ class FaultInjector:
         prompt = str(req["messages"][-1]["content"] if chat else req["prompt"])
         self.seen.append(Seen(path, prompt, req))
         fault = self.faults.get(prompt, self.default)
+        if unexpected := sorted(self.reject_fields & req.keys()):
+            await _error(writer, 422, f"Unexpected fields in the request: {unexpected}")
+            return
         if not req.get("stream"):
             await _error(writer, 400, "the fault injector only streams (stream: true)")
             return
@@ -241,7 +251,7 @@ class FaultInjector:
         self, writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool, prompt: str, f: Fault
     ) -> None:
         n = f.chunks if f.chunks is not None else int(req.get("max_tokens") or 16)
-        usage = bool((req.get("stream_options") or {}).get("include_usage"))
+        usage = self.usage and bool((req.get("stream_options") or {}).get("include_usage"))
         c = _Chunks(str(req.get("model", "")), chat, usage)
         await _sse_head(writer)
         if chat:
