@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from tests.e2e.helpers import junit_cases, run_suite
@@ -12,8 +11,21 @@ from tests.e2e.helpers import junit_cases, run_suite
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
     proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py"], tmp_path)
     cases = junit_cases(tmp_path / "junit.xml")
-    assert proc.returncode == 0
-    assert re.search(r"\b7 passed\b", proc.stdout)
+    assert proc.returncode in (0, 1), proc.returncode  # verdicts reached, nothing broke
+    objectives = {k: c for k, c in cases.items() if k.startswith("test_objective[")}
+    assert len(objectives) == 6 and len(cases) == 7
+    # Closed-loop batch traffic is strongly clustered (a wave of 32 streams moves together), so
+    # on 2 cores some percentiles cannot be decided from these request counts: INCONCLUSIVE with
+    # the reason, never a PASS the data cannot carry, and never a FAIL or INVALID here.
+    for name, case in objectives.items():
+        props = case["properties"]
+        assert props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), (name, case["message"])
+        if props["slo.outcome"] == "INCONCLUSIVE":
+            assert "clustered" in case["message"] or "straddles" in case["message"], case
+        print(name, props["slo.outcome"], props["slo.n"], props.get("slo.n_eff"))
+    # Throughput is judged on batch means over time windows: it decides.
+    assert objectives["test_objective[output_throughput]"]["properties"]["slo.outcome"] == "PASS"
+    assert cases["test_priority_scheduling_lowers_realtime_ttft"]["outcome"] == "passed"
     # Three servers: batch, mixed under priority, the same load under FCFS.
     starts = json.loads((tmp_path / "servers" / "starts.json").read_text())
     assert len(starts) == 3

