@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reports.run_folder import RunFolder, ScenarioRun, ServerHistogram, VerdictRow
+from slo.intervals import quantile_interval
 from slo.records import RequestRecord
-from slo.stats import RunSummary, quantile_interval, safe_percentile, summarize
+from slo.stats import RunSummary, safe_percentile, summarize
 from slo.verdict import Outcome
 
 PERCENTILES = (50, 90, 99)
@@ -56,8 +57,8 @@ class ClassStats:
 def _interval(values: Sequence[float], q: float, confidence: float, with_ci: bool) -> Interval:
     if not with_ci:
         return Interval(safe_percentile(values, q * 100), math.nan, math.nan)
-    lower, estimate, upper = quantile_interval(values, q, confidence)  # as the verdicts do
-    return Interval(estimate, lower, upper)
+    iv = quantile_interval(values, q, confidence)  # as the verdicts do (serial correlation)
+    return Interval(safe_percentile(values, q * 100), iv.lower, iv.upper)
 
 
 def class_stats(summary: RunSummary, confidence: float) -> ClassStats:

@@ -632,8 +632,9 @@ def _stats_html(stats: Sequence[ClassStats], confidence: float) -> str:
         head = ["metric", "samples", "failed", "mean"] + [f"p{p}" for p in PERCENTILES]
         out.append(f"<h3>{_e(class_title(c))}</h3>" + _table(head, rows, raw=True))
     out.append(
-        f"<p class='note'>Percentile [{confidence:.0%} confidence interval], distribution-free "
-        "(order statistics), as the verdicts use; ∞ where the sample is too small to bound "
+        f"<p class='note'>Percentile [{confidence:.0%} confidence interval]: order statistics "
+        "at the effective sample size (serial correlation accounted for), as the verdicts use; "
+        "∞ where the sample is too small or too clustered to bound "
         f"that side. Failed requests count as infinitely slow. {', '.join(sorted(NO_INTERVAL))} "
         "has no interval: gaps within one request are not independent samples.</p>"
     )
@@ -920,8 +921,9 @@ def render_markdown(report: SignoffReport) -> str:
                 ),
             )
         lines += [
-            f"Percentile [{report.confidence:.0%} confidence interval], distribution-free, as "
-            "the verdicts use; failed requests count as infinitely slow; itl has no interval.",
+            f"Percentile [{report.confidence:.0%} confidence interval]: order statistics at the "
+            "effective sample size, as the verdicts use; failed requests count as infinitely "
+            "slow; itl has no interval.",
             "",
         ]
         if s.server is not None:

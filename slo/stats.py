@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slo.quantile import percentile, quantile_ci
+from slo.quantile import percentile
 from slo.records import RequestRecord
 
 INF = math.inf
@@ -122,26 +122,6 @@ def safe_percentile(values: Sequence[float], q: float) -> float:
     """``percentile`` that treats +inf as a value, not as a source of NaN."""
     p = percentile(values, q)
     return INF if math.isnan(p) else p
-
-
-# quantile_ci sorts and interpolates, so +inf (a failed request) is clamped to a huge finite
-# number for it and mapped back; anything above the limit came from a clamped value.
-_HUGE = 1e300
-_HUGE_LIMIT = 1e100
-
-
-def quantile_interval(
-    values: Sequence[float], q: float, confidence: float
-) -> tuple[float, float, float]:
-    """(lower, estimate, upper) of the q-quantile (q a fraction), failed requests (+inf) kept:
-    the estimate from ``safe_percentile``, the bounds from order statistics."""
-    estimate = safe_percentile(values, q * 100)
-    ci = quantile_ci([min(v, _HUGE) for v in values], q, confidence)
-
-    def back(v: float) -> float:
-        return INF if v >= _HUGE_LIMIT else v
-
-    return min(back(ci.lower), estimate), estimate, max(back(ci.upper), estimate)
 
 
 def summarize(
