@@ -61,10 +61,11 @@ def latent(rng: np.random.Generator, runs: int, n: int, rho: float) -> np.ndarra
     """Standard-normal series, AR(1) with lag-1 correlation rho, started stationary."""
     eps = rng.standard_normal((runs, n))
     if rho == 0:
-        return eps
+        return np.asarray(eps, dtype=float)
     zi = (rho * rng.standard_normal(runs))[:, None]  # x_{-1} ~ N(0, 1), times rho
     out, _ = signal.lfilter([np.sqrt(1 - rho**2)], [1, -rho], eps, axis=-1, zi=zi)
-    return np.asarray(out)
+    series: np.ndarray = np.asarray(out)
+    return series
 
 
 def simulate(
@@ -79,8 +80,8 @@ def simulate(
     drift = shape.drift**t
 
     def arm(order: np.ndarray) -> np.ndarray:
-        x = np.exp(shape.sigma * latent(rng, runs, n, shape.rho))
-        return x * drift[order]
+        x: np.ndarray = np.exp(shape.sigma * latent(rng, runs, n, shape.rho)) * drift[order]
+        return x
 
     # Interleaved: pair j = slots 2j and 2j+1, A first on even j, B first on odd j.
     j = np.arange(k)
@@ -168,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
             need = blocks_needed(r["sd_log"], MARGIN, confidence=CONFIDENCE) if truth == 1 else 0
             print(
                 f"{shape.name:<26} {truth:>5.2f} {row(r['old'])} {row(r['regression'])} "
-                f"{row(r['no_change'])} {row(r['significant'])} {row(r['seq_regression'])} {row(r['seq_no_change'])} "
+                f"{row(r['no_change'])} {row(r['significant'])} {row(r['seq_regression'])} "
+                f"{row(r['seq_no_change'])} "
                 f"{r['seq_blocks']:>9.1f} {need or '':>9}"
             )
     print(f"({time.perf_counter() - t0:.1f} s)")
