@@ -84,8 +84,18 @@ def cost_lines(run: RunFolder) -> list[str]:
             f"requests ({c['order']}); baseline vLLM {c['baseline']['vllm_version']}, "
             f"candidate vLLM {c['candidate']['vllm_version']}"
         )
-        if c.get("cost"):
-            line += f". Cost: {c['cost']['text']}, from this run's block-to-block spread"
+        costs = c.get("costs") or {}
+        if costs:
+            first = next(iter(costs.values()))
+            each = "; ".join(
+                f"{name} {v['requests_per_arm']:,} ({v['blocks']} pairs)"
+                for name, v in costs.items()
+            )
+            line += (
+                f". Cost, from this run's block-to-block spread: to tell a {first['margin']:.0%} "
+                f"change at {first['power']:.0%} power with blocks of {first['block_size']}, "
+                f"requests per arm: {each}"
+            )
         lines.append(line + ".")
     return lines
 

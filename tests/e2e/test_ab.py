@@ -1,5 +1,5 @@
 """Interleaved A/B on real CPU vLLM: the same server against itself is NO CHANGE or INCONCLUSIVE;
-behind a proxy that holds each request back 60 ms, it is a TTFT REGRESSION.
+behind a proxy that holds each request back 300 ms, it is a TTFT REGRESSION.
 
 One vLLM serves both runs and both arms (prefix caching off: the arms send the same prompts,
 and a cache hit in the second arm of a pair would favour it). The proxy is a fault injector in
@@ -22,8 +22,8 @@ from aiohttp import web
 from fixtures.server import VllmServer, check_engine_args
 from tests.e2e.helpers import junit_cases, realtime_server_config, run_suite
 
-DELAY_S = 0.06
-AB = ["-m", "realtime", "--slo-ab-blocks", "4", "--slo-max-requests", "120"]
+DELAY_S = 0.3
+AB = ["-m", "realtime", "--slo-ab-blocks", "4", "--slo-max-requests", "80"]
 
 
 @contextlib.contextmanager
