@@ -69,7 +69,14 @@ def latent(rng: np.random.Generator, runs: int, n: int, rho: float) -> np.ndarra
 
 
 def simulate(
-    rng: np.random.Generator, shape: Shape, truth: float, runs: int, n: int, k: int, q: float
+    rng: np.random.Generator,
+    shape: Shape,
+    truth: float,
+    runs: int,
+    n: int,
+    k: int,
+    q: float,
+    every: int = 1,
 ) -> dict[str, float]:
     """Decision rates over ``runs`` experiments of n requests per arm in k block pairs."""
     b = n // k
@@ -106,7 +113,7 @@ def simulate(
     pa, pb = np.percentile(old_a, q, axis=-1), np.percentile(old_b, q, axis=-1)
     old_flag = (pb - pa) / pa > MARGIN
 
-    seq_change, seq_blocks = sequential(d, k)
+    seq_change, seq_blocks = sequential(d, k, every)
     return {
         "old": float(old_flag.mean()),
         "regression": float((fixed == Change.REGRESSION.value).mean()),
@@ -119,14 +126,16 @@ def simulate(
     }
 
 
-def sequential(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Looks after each pair from MIN_BLOCKS (SequentialPlan's levels); first decision kept."""
-    plan = SequentialPlan(MIN_BLOCKS, k, CONFIDENCE)
+def sequential(d: np.ndarray, k: int, every: int) -> tuple[np.ndarray, np.ndarray]:
+    """Looks at SequentialPlan's pairs, at its levels; the first decision is kept."""
+    plan = SequentialPlan(MIN_BLOCKS, k, CONFIDENCE, every)
     runs = d.shape[0]
     change = np.full(runs, Change.INCONCLUSIVE.value, dtype=object)
     used = np.full(runs, k)
     open_ = np.ones(runs, dtype=bool)
     for m in range(MIN_BLOCKS, k + 1):
+        if not plan.is_look(m):
+            continue
         _, lo, hi, _ = log_ratio_interval(d[:, :m], plan.confidence_at(m))
         c = classify_array(np.exp(lo), np.exp(hi), MARGIN, lower_is_better=True)
         stop = open_ & ((c != Change.INCONCLUSIVE.value) | (m == k))
@@ -143,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stat", default="p99", help="p99 or p50")
+    ap.add_argument("--look-every", type=int, default=1, help="sequential: pairs between looks")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     q = float(args.stat[1:])
@@ -153,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         "old: (b-a)/a > 10% on one run each. new: REGRESSION / NO CHANGE from the block-pair "
-        f"t-interval. seq: looks from {MIN_BLOCKS} pairs, stop when decided."
+        f"t-interval. seq: looks from {MIN_BLOCKS} pairs, every {args.look_every}, stop when "
+        "decided."
     )
     head = (
         f"{'latencies':<26} {'truth':>5} {'old flags':>9} {'new REGR':>9} {'new NO CH':>9} "
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     row: Callable[[float], str] = lambda v: f"{v:>9.1%}"  # noqa: E731
     for shape in SHAPES:
         for truth in TRUTHS:
-            r = simulate(rng, shape, truth, args.runs, n, k, q)
+            r = simulate(rng, shape, truth, args.runs, n, k, q, args.look_every)
             need = blocks_needed(r["sd_log"], MARGIN, confidence=CONFIDENCE) if truth == 1 else 0
             print(
                 f"{shape.name:<26} {truth:>5.2f} {row(r['old'])} {row(r['regression'])} "

@@ -333,25 +333,32 @@ def _se_log(lower: float, upper: float, confidence: float) -> float:
 
 @dataclass(frozen=True)
 class SequentialPlan:
-    """Looks after each block pair from ``min_blocks`` to ``max_blocks``. The error is split
-    evenly over the looks (Bonferroni, a Pocock-like constant spending): each look uses
-    ``look_confidence``, so the chance of any wrong decision over all looks stays within
-    1 - confidence (checked by simulation in benchmarks/ab_compare.py)."""
+    """Looks after ``min_blocks`` pairs, then every ``every`` pairs, and at ``max_blocks``. The
+    error is split evenly over the looks (Bonferroni, a Pocock-like constant spending): each
+    look uses ``look_confidence``, so the chance of any wrong decision over all looks stays
+    within 1 - confidence (checked by simulation in benchmarks/ab_compare.py). Fewer looks
+    cost less power: a look every pair splits the error finest."""
 
     min_blocks: int
     max_blocks: int
     confidence: float
+    every: int = 1
 
     def __post_init__(self) -> None:
-        if not 2 <= self.min_blocks <= self.max_blocks:
+        if not 2 <= self.min_blocks <= self.max_blocks or self.every < 1:
             raise SuiteError(
                 f"sequential A/B: min_blocks {self.min_blocks}, max_blocks {self.max_blocks}: "
-                "need 2 <= min_blocks <= max_blocks"
+                f"every {self.every}: need 2 <= min_blocks <= max_blocks and every >= 1"
             )
+
+    def is_look(self, k: int) -> bool:
+        return k == self.max_blocks or (
+            k >= self.min_blocks and (k - self.min_blocks) % self.every == 0
+        )
 
     @property
     def looks(self) -> int:
-        return self.max_blocks - self.min_blocks + 1
+        return sum(self.is_look(k) for k in range(1, self.max_blocks + 1))
 
     @property
     def look_confidence(self) -> float:
@@ -366,7 +373,7 @@ class SequentialPlan:
         """Stop when every comparison is decided (not INCONCLUSIVE), or at the last block."""
         if k >= self.max_blocks:
             return True
-        if k < self.min_blocks:
+        if not self.is_look(k):
             return False
         return all(c.change is not Change.INCONCLUSIVE for c in decided)
 

@@ -23,6 +23,7 @@ from fixtures.server import VllmServer, check_engine_args
 from tests.e2e.helpers import junit_cases, realtime_server_config, run_suite
 
 DELAY_S = 0.3
+SESSION = web.AppKey("session", aiohttp.ClientSession)
 AB = ["-m", "realtime", "--slo-ab-blocks", "4", "--slo-max-requests", "80"]
 
 
@@ -35,7 +36,7 @@ def delay_proxy(upstream: str, delay_s: float) -> Iterator[str]:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(delay_s)
-        session: aiohttp.ClientSession = request.app["session"]
+        session = request.app[SESSION]
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         async with session.request(
             request.method, upstream + request.path_qs, data=await request.read(), headers=headers
@@ -50,7 +51,7 @@ def delay_proxy(upstream: str, delay_s: float) -> Iterator[str]:
 
     async def main() -> None:
         app = web.Application()
-        app["session"] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        app[SESSION] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
         app.router.add_route("*", "/{tail:.*}", handle)
         runner = web.AppRunner(app)
         await runner.setup()
@@ -61,7 +62,7 @@ def delay_proxy(upstream: str, delay_s: float) -> Iterator[str]:
         holder["url"], holder["stop"], holder["loop"] = f"http://127.0.0.1:{port}", stop, loop
         ready.set()
         await stop.wait()
-        await app["session"].close()
+        await app[SESSION].close()
         await runner.cleanup()
 
     loop = asyncio.new_event_loop()

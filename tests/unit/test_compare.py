@@ -130,6 +130,9 @@ def test_sequential_plan_splits_the_error_and_stops_when_decided() -> None:
     assert not plan.should_stop([decided], 3)
     assert plan.should_stop([decided], 4)
     assert plan.should_stop([], 12)
+    three = SequentialPlan(4, 12, 0.95, every=4)
+    assert three.looks == 3 and [k for k in range(13) if three.is_look(k)] == [4, 8, 12]
+    assert not three.should_stop([decided], 5)
 
 
 def test_planning_matches_the_known_sampling_cost() -> None:
