@@ -80,3 +80,14 @@ def test_a_claim_is_a_comparison_with_its_interval() -> None:
     same = claim_comparison(fcfs, _result(3.0, "fcfs2", 3), "ttft", "p90", "realtime")
     with pytest.raises(pytest.fail.Exception, match="undecided"):
         assert_claim(same, "x", expect="lower")
+
+
+def test_goodput_falling_to_zero_is_a_regression() -> None:
+    sel = select("realtime", programmatic("cpu-tiny"))
+    assert sel.scenario.goodput["ttft"] == 0.2
+    per_block = {  # TTFT about 20 ms (all good) against about 4 s (none good)
+        "baseline": [_block(j, 1.0) for j in range(6)],
+        "candidate": [_block(50 + j, 200.0) for j in range(6)],
+    }
+    got = compare(sel, per_block, margin=0.10, confidence=0.95)
+    assert got["goodput"].change is Change.REGRESSION

@@ -204,6 +204,9 @@ def test_regression_tests_one_per_objective_in_junit(tmp_path: Path) -> None:
         re.M,
     )
     assert "Tests without a verdict" not in md
+    page = (tmp_path / "worse" / "run" / "signoff.html").read_text()
+    changed = page[page.index("<section id='what-changed'>") : page.index("id='verdicts'")]
+    assert "<svg" in changed and changed.count("<circle") >= 2  # the forest plot, one per ratio
 
 
 def test_pytest_benchmark_compare_reads_the_stored_json(tmp_path: Path) -> None:
