@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from reports.run_folder import RunFolder, load_run
 from slo.errors import BaselineError, SuiteError
 from slo.regression import Machine, machine_of, point_estimate
-from slo.scenario import objective_name
-from slo.stats import summarize
+from slo.scenario import Objective, objective_name
+from slo.stats import RunSummary, summarize
+from slo.verdict import evaluate
 
 PER_REQUEST = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
 
@@ -36,6 +37,10 @@ class Baseline:
     """(scenario label, metric, request class or None) -> per-request samples (failed: +inf)."""
     aggregates: Mapping[tuple[str, str, str | None], float] = field(default_factory=dict)
     """(scenario label, metric, request class or None) -> one number per run (throughput)."""
+    intervals: Mapping[tuple[str, str], tuple[float, float, float, float]] = field(
+        default_factory=dict
+    )
+    """(scenario label, objective name) -> (lower, estimate, upper, confidence) as judged."""
 
     def value(
         self, scenario: str, metric: str, statistic: str | None, request_class: str | None
@@ -48,6 +53,38 @@ class Baseline:
             return self.aggregates.get((scenario, metric, request_class))
         values = self.samples.get((scenario, metric, request_class))
         return point_estimate(values, statistic) if values else None
+
+    def interval(
+        self, scenario: str, objective: Objective, confidence: float, profile: str
+    ) -> tuple[float, float, float, float] | None:
+        """(lower, estimate, upper, confidence) of the objective's statistic in the baseline:
+        its stored verdict's interval, else one judged again from its stored samples."""
+        stored = self.intervals.get((scenario, objective.name))
+        if stored is not None and all(math.isfinite(v) for v in stored):
+            return stored
+        if objective.statistic is None:
+            return None
+        values = self.samples.get((scenario, objective.metric, objective.request_class))
+        if not values:
+            return None
+        n_ok = sum(1 for v in values if math.isfinite(v))
+        summary = RunSummary(
+            request_class=objective.request_class,
+            n=len(values),
+            n_ok=n_ok,
+            errors_by_kind={},
+            window_s=0.0,
+            ttft=(),
+            tpot=(),
+            e2e=(),
+            itl=(),
+            schedule_lag=(),
+            output_tokens=0,
+        )
+        fields: dict[str, Any] = {objective.metric: tuple(values)}
+        summary = replace(summary, **fields)
+        v = evaluate(objective, summary, confidence=confidence, profile=profile)
+        return v.lower, v.estimate, v.upper, v.confidence
 
 
 def load_baseline(path: Path) -> Baseline:
@@ -71,6 +108,11 @@ def _from_run(run: RunFolder) -> Baseline:
     estimates = {
         (v.scenario, v.name): v.estimate for v in run.verdicts if not math.isnan(v.estimate)
     }
+    intervals = {
+        (v.scenario, v.name): (v.ci_lower, v.estimate, v.ci_upper, v.confidence)
+        for v in run.verdicts
+        if v.ci_lower != v.ci_upper
+    }
     samples: dict[tuple[str, str, str | None], tuple[float, ...]] = {}
     aggregates: dict[tuple[str, str, str | None], float] = {}
     for sc in run.scenarios:
@@ -89,6 +131,7 @@ def _from_run(run: RunFolder) -> Baseline:
         estimates=estimates,
         samples=samples,
         aggregates=aggregates,
+        intervals=intervals,
     )
 
 

@@ -17,7 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from reports import charts
+from reports import changes, charts
 from reports.analysis import (
     NO_INTERVAL,
     PERCENTILES,
@@ -466,61 +466,12 @@ def _verdict_table(verdicts: Sequence[VerdictRow], confidence: float) -> str:
 
 
 def regression_tests(run: RunFolder) -> tuple[JunitCase, ...]:
-    """The run's --slo-baseline tests (test_regression[...]), which carry the figures."""
-    return tuple(t for t in run.other_tests if "slo.baseline" in t.properties)
-
-
-def regression_row(t: JunitCase) -> list[str]:
-    """objective, status, candidate, baseline, change, limit, message."""
-    objective = t.name.partition("[")[2].rstrip("]") or t.name
-    metric = objective.split(" ")[0]
-    p = t.properties
-
-    def value(key: str, how: str) -> str:
-        raw = p.get(key)
-        if raw in (None, "None", ""):
-            return ""
-        v = float(str(raw))
-        return fmt_change(v) if how == "change" else f"{v:.0%}" if how == "pct" else fmt(v, metric)
-
-    return [
-        objective,
-        t.status,
-        value("slo.regression.candidate", "value"),
-        value("slo.regression.baseline", "value"),
-        value("slo.regression.change", "change"),
-        value("slo.regression.limit", "pct"),
-        _message(t),
-    ]
-
-
-def _regression_html(run: RunFolder) -> str:
-    tests = regression_tests(run)
-    if not tests:
-        return ""
-    baseline = tests[0].properties.get("slo.baseline", "")
-    rows = []
-    for t in tests:
-        r = regression_row(t)
-        rows.append(
-            [f"<td>{_e(r[0])}</td>", f"<td>{_badge(r[1])}</td>"]
-            + [f"<td class='num'>{_e(c)}</td>" for c in r[2:6]]
-            + [f"<td class='msg'>{_e(r[6])}</td>"]
-        )
-    return (
-        f"<h3>Against the baseline {_e(baseline)}</h3>"
-        + _table(
-            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
-            rows,
-            raw=True,
-        )
-        + "<p class='note'>--slo-baseline: each objective's statistic fails when worse than the "
-        "baseline's by more than the limit (change = (this run - baseline) / baseline).</p>"
-    )
+    """The run's test_regression[...] cases: shown under "What changed" (reports/changes.py)."""
+    return changes.regression_cases(run)
 
 
 def _other_tests_html(tests: Sequence[JunitCase]) -> str:
-    tests = [t for t in tests if "slo.baseline" not in t.properties]
+    tests = [t for t in tests if "slo.regression.mode" not in t.properties]
     if not tests:
         return ""
     rows = [
@@ -745,12 +696,12 @@ def render_html(report: SignoffReport) -> str:
         f"{', started ' + _e(fmt_started(run)) if run.started else ''}</p>",
         f"<p><span class='result {_e(report.result.replace(' ', '-'))}'>Result: "
         f"{_e(report.result)}</span>{_e(report.reason)}</p></header>",
+        changes.html(run),
         "<section id='verdicts'><h2>Objectives</h2>",
         _verdict_table(run.verdicts, report.confidence)
         if run.verdicts
         else "<p class='warn'>No objective was judged in this run.</p>",
         f"<p class='note'>{_e(VERDICT_NOTE + CLAIM)}</p>",
-        _regression_html(run),
         _other_tests_html(unjudged_tests(run)),
         "</section>",
         _claims_html(run),
@@ -805,6 +756,7 @@ def render_markdown(report: SignoffReport) -> str:
         f"vLLM {_md(run.vllm_version)} · model {_md(run.model)} · profile {_md(run.profile)} · "
         f"{_md(run.hardware)} · started {_md(fmt_started(run))}",
         "",
+        *changes.markdown(run),
         "## Objectives",
         "",
     ]
@@ -838,13 +790,6 @@ def render_markdown(report: SignoffReport) -> str:
         lines += ["", _md(VERDICT_NOTE + CLAIM), ""]
     else:
         lines += ["No objective was judged in this run.", ""]
-    regressions = regression_tests(run)
-    if regressions:
-        lines += [f"### Against the baseline {_md(regressions[0].properties['slo.baseline'])}", ""]
-        lines += _md_table(
-            ["objective", "status", "this run", "baseline", "change", "limit", "message"],
-            (regression_row(t) for t in regressions),
-        )
     if unjudged := unjudged_tests(run):
         lines += ["### Tests without a verdict", ""]
         lines += _md_table(

@@ -1,20 +1,20 @@
-"""Regression against a stored baseline run: is a statistic worse than it was by more than X%?
+"""Regression against a stored baseline run: the margin, the baseline's statistics and the
+machine each run was measured on.
 
 Verdicts judge a run against fixed thresholds; this judges it against an earlier run (release
-N-1), so a release that still meets its SLO but lost 30% of its headroom is caught too.
-Like pytest-benchmark's regression checks: one small object per compared statistic, whose
-``failure()`` returns a message or None.
+N-1), so a release that still meets its SLO but lost 30% of its headroom is caught too. The
+verdict itself is slo/compare.py's: the ratio's interval against the margin, never the point
+rule ``(b - a) / a > 10%``, which flags 12-32% of identical runs.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from slo.errors import RegressionLimitError, UnitError
 from slo.stats import safe_percentile
-from slo.units import Dimension, dimension_of, format_quantity, parse_quantity
+from slo.units import Dimension, parse_quantity
 
 
 def parse_limit(text: str) -> float:
@@ -45,68 +45,6 @@ def point_estimate(values: Sequence[float], statistic: str) -> float | None:
     if statistic == "max":
         return max(values)
     return None
-
-
-@dataclass(frozen=True)
-class Regression:
-    """One statistic of the candidate against the same statistic of the baseline."""
-
-    scenario: str
-    name: str
-    """Objective name without its threshold, e.g. ``ttft p99``."""
-    metric: str
-    lower_is_better: bool
-    candidate: float
-    baseline: float
-    limit: float
-    """Allowed relative worsening, e.g. 0.10."""
-
-    @property
-    def change(self) -> float | None:
-        """(candidate - baseline) / baseline; None where that has no meaning."""
-        if math.isnan(self.candidate) or math.isnan(self.baseline) or self.baseline == 0:
-            return None
-        if math.isinf(self.candidate) or math.isinf(self.baseline):
-            if self.candidate == self.baseline:
-                return 0.0
-            return math.inf if self.candidate > self.baseline else -math.inf
-        return (self.candidate - self.baseline) / abs(self.baseline)
-
-    @property
-    def worsening(self) -> float | None:
-        """The change in the direction that is bad (positive = worse)."""
-        change = self.change
-        if change is None:
-            return None
-        return change if self.lower_is_better else -change
-
-    def _fmt(self, v: float) -> str:
-        try:
-            return format_quantity(v, dimension_of(self.metric))
-        except UnitError:
-            return f"{v:.4g}"
-
-    def describe(self) -> str:
-        w = self.worsening
-        how = "n/a" if w is None else f"{w:+.1%} worse" if w > 0 else f"{-w:.1%} better"
-        return (
-            f"{self.scenario} {self.name}: {self._fmt(self.candidate)} against baseline "
-            f"{self._fmt(self.baseline)} ({how}; limit {self.limit:.0%} worse)"
-        )
-
-    def failure(self) -> str | None:
-        """Why this is a regression, or None when it is within the limit."""
-        w = self.worsening
-        if w is None:
-            if math.isnan(self.candidate) and not math.isnan(self.baseline):
-                return f"{self.describe()}: the candidate has no value to compare"
-            return None
-        if w > self.limit:
-            return (
-                f"regression: {self.describe()}. Find what changed since the baseline, or "
-                "raise --slo-regression if the loss is accepted"
-            )
-        return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.claims import class_figures, fail_if_invalid, report_figures, run_variants
+from fixtures.claims import (
+    assert_claim,
+    claim_comparison,
+    claim_sentence,
+    class_figures,
+    fail_if_invalid,
+    report_comparison,
+    report_figures,
+    run_variants,
+)
 from fixtures.plugin import SloCheck
 from fixtures.session import ScenarioRunner, Selection
 from slo.scenario import Objective
@@ -42,10 +51,13 @@ def test_small_prefill_budget_raises_long_prompt_ttft(
         for cls in ("long", "chat"):
             figures[f"{name}.{cls}"] = class_figures(result, cls)
     report_figures(scenario_runner, record_property, "prefill-budget", figures)
-    fail_if_invalid(results)
-    small = figures[f"budget-{SMALL_BUDGET}.long"]["ttft_p50_s"]
-    big = figures[f"budget-{large}.long"]["ttft_p50_s"]
-    assert small > big, (
-        f"max_num_batched_tokens {SMALL_BUDGET} did not raise long-prompt TTFT p50: "
-        f"{small * 1000:.0f} ms vs {big * 1000:.0f} ms with {large}, same load"
+    small, big = results[f"budget-{SMALL_BUDGET}"], results[f"budget-{large}"]
+    c = claim_comparison(big, small, "ttft", "p50", "long")
+    sentence = claim_sentence(
+        c, f"max_num_batched_tokens {SMALL_BUDGET} (against {large})", "long-prompt TTFT p50"
     )
+    report_comparison(
+        record_property, f"budget-{SMALL_BUDGET}/budget-{large}.long", "ttft_p50_s", c, sentence
+    )
+    fail_if_invalid(results)
+    assert_claim(c, sentence, expect="higher")

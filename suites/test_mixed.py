@@ -7,7 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.claims import class_figures, fail_if_invalid, report_figures, run_variants
+from fixtures.claims import (
+    assert_claim,
+    claim_comparison,
+    claim_sentence,
+    class_figures,
+    fail_if_invalid,
+    report_comparison,
+    report_figures,
+    run_variants,
+)
 from fixtures.plugin import SloCheck
 from fixtures.session import ScenarioRunner, Selection
 from slo.scenario import Objective
@@ -33,9 +42,8 @@ def test_priority_scheduling_lowers_realtime_ttft(
     )
     figures = {name: class_figures(r, "realtime") for name, r in results.items()}
     report_figures(scenario_runner, record_property, "priority-vs-fcfs", figures)
+    c = claim_comparison(results["fcfs"], results["priority"], "ttft", "p90", "realtime")
+    sentence = claim_sentence(c, "priority", "realtime TTFT p90")
+    report_comparison(record_property, "priority/fcfs", "ttft_p90_s", c, sentence)
     fail_if_invalid(results)
-    p, f = figures["priority"]["ttft_p90_s"], figures["fcfs"]["ttft_p90_s"]
-    assert p < f, (
-        f"priority scheduling did not lower realtime TTFT p90: {p * 1000:.0f} ms under priority "
-        f"vs {f * 1000:.0f} ms under FCFS, same load"
-    )
+    assert_claim(c, sentence, expect="lower")

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from reports.baseline import load_baseline
+from slo.compare import Change, compare_intervals
 from slo.errors import BaselineError, RegressionLimitError
-from slo.regression import Machine, Regression, machine_differences, parse_limit, point_estimate
+from slo.regression import Machine, machine_differences, parse_limit, point_estimate
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "run-sample"
@@ -25,9 +26,20 @@ NEW = DATA / "run-new"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _reg(candidate: float, baseline: float, *, lower_is_better: bool = True) -> Regression:
-    metric = "ttft" if lower_is_better else "output_throughput"
-    return Regression("realtime", "x", metric, lower_is_better, candidate, baseline, 0.10)
+def _change(
+    candidate: float, baseline: float, *, spread: float = 0.02, lower: bool = True
+) -> Change:
+    """Two runs whose own 95% intervals are +-spread around their estimates."""
+    return compare_intervals(
+        "x",
+        (baseline * (1 - spread), baseline, baseline * (1 + spread)),
+        (candidate * (1 - spread), candidate, candidate * (1 + spread)),
+        baseline_confidence=0.95,
+        candidate_confidence=0.95,
+        lower_is_better=lower,
+        margin=0.10,
+        confidence=0.95,
+    ).change
 
 
 def test_parse_limit() -> None:
@@ -38,18 +50,19 @@ def test_parse_limit() -> None:
             parse_limit(bad)
 
 
-def test_regression_fails_only_past_the_limit_in_the_bad_direction() -> None:
-    assert _reg(0.111, 0.100).failure() is not None  # 11% slower
-    assert _reg(0.109, 0.100).failure() is None  # 9% slower
-    assert _reg(0.050, 0.100).failure() is None  # faster
-    message = _reg(0.150, 0.100).failure()
-    assert message is not None and "+50.0% worse" in message and "150 ms" in message
+def test_stored_baseline_verdict_is_on_the_interval_not_the_point() -> None:
+    assert _change(0.150, 0.100) is Change.REGRESSION  # 50% slower, tight intervals
+    assert _change(0.100, 0.100) is Change.NO_CHANGE
+    assert _change(0.050, 0.100) is Change.IMPROVEMENT
+    # 11% slower by the point estimate, but the intervals reach inside the margin: the old
+    # rule called it a regression, the interval cannot.
+    assert _change(0.111, 0.100) is Change.INCONCLUSIVE
+    assert _change(0.111, 0.100, spread=0.2) is Change.INCONCLUSIVE
     # Throughput: lower is worse.
-    assert _reg(85.0, 100.0, lower_is_better=False).failure() is not None
-    assert _reg(120.0, 100.0, lower_is_better=False).failure() is None
-    # Failed requests make a percentile infinite: always a regression from a finite one.
-    assert _reg(math.inf, 0.1).failure() is not None
-    assert _reg(math.inf, math.inf).failure() is None
+    assert _change(70.0, 100.0, lower=False) is Change.REGRESSION
+    assert _change(130.0, 100.0, lower=False) is Change.IMPROVEMENT
+    # Failed requests make a percentile infinite: no log-scale interval, undecided.
+    assert _change(math.inf, 0.1) is Change.INCONCLUSIVE
 
 
 def test_point_estimate_keeps_failures() -> None:
@@ -147,7 +160,8 @@ def _replay(tmp_path: Path, baseline: Path, limit: str) -> tuple[str, dict[str, 
 
 
 def test_regression_tests_one_per_objective_in_junit(tmp_path: Path) -> None:
-    # Against its own samples: no change, every comparable statistic passes.
+    # Against its own samples: ratio 1, never a REGRESSION (42 requests cannot show NO CHANGE
+    # at a 1% margin: INCONCLUSIVE, which the cpu-tiny profile counts as not passed).
     out, cases = _replay(tmp_path / "same", NEW / "benchmark.json", "1%")
     assert set(cases) == {
         "test_regression[ttft p50]",
@@ -156,12 +170,23 @@ def test_regression_tests_one_per_objective_in_junit(tmp_path: Path) -> None:
         "test_regression[output_throughput]",
         "test_regression[goodput]",  # pytest-benchmark's JSON has no goodput: skipped
     }
-    assert [n for n, c in cases.items() if c.find("failure") is not None] == [], out
     assert cases["test_regression[goodput]"].find("skipped") is not None
+    # Throughput is one number per run: no interval, so no comparison of two stored runs.
+    skipped = cases["test_regression[output_throughput]"].find("skipped")
+    assert skipped is not None and "A/B mode" in (skipped.get("message") or "")
     props = {
-        p.get("name"): p.get("value") for p in cases["test_regression[ttft p99]"].iter("property")
+        p.get("name"): p.get("value") for p in cases["test_regression[ttft p50]"].iter("property")
     }
-    assert float(props["slo.regression.change"] or "nan") == 0.0
+    assert float(props["slo.regression.ratio"] or "nan") == 1.0, out
+    assert props["slo.regression.change"] in ("NO CHANGE", "INCONCLUSIVE")
+    assert float(props["slo.regression.ratio_lower"] or "nan") < 1.0
+    assert "cannot tell drift" in (props["slo.regression.note"] or "")
+    # 42 requests give tpot p99 no upper bound: undecided, said why.
+    props = {
+        p.get("name"): p.get("value") for p in cases["test_regression[tpot p99]"].iter("property")
+    }
+    assert props["slo.regression.change"] == "INCONCLUSIVE"
+    assert "infinite" in (props["slo.regression.note"] or "")
 
     # Against the older, faster run on another (recorded) CPU: TTFT got worse.
     older = tmp_path / "older"
@@ -170,14 +195,21 @@ def test_regression_tests_one_per_objective_in_junit(tmp_path: Path) -> None:
     (older / "environment.json").write_text(json.dumps({**env, "cpu": "Some Other CPU"}))
     out, cases = _replay(tmp_path / "worse", older, "10%")
     failure = cases["test_regression[ttft p50]"].find("failure")
-    assert failure is not None and "worse; limit 10% worse" in (failure.get("message") or "")
+    assert failure is not None and "REGRESSION at margin 10%" in (failure.get("message") or "")
     assert "SloBaselineMismatchWarning" in out and "Some Other CPU" in out
-    # The sign-off page lists them with their figures, apart from the other tests.
+    # The sign-off page lists them first, with their figures, apart from the other tests.
     md = (tmp_path / "worse" / "run" / "signoff.md").read_text()
+    assert md.index("## What changed") < md.index("## Objectives")
     assert re.search(
-        r"^\| ttft p50 \| failed \| [\d.]+ ms \| [\d.]+ ms \| \+[\d.]+% \| 10% \|", md, re.M
+        r"^\| ttft p50 \| REGRESSION \| [\d.]+ ms \| [\d.]+ ms \| "
+        r"x[\d.]+ \[[\d.]+, [\d.]+\] \| 10% \|",
+        md,
+        re.M,
     )
     assert "Tests without a verdict" not in md
+    page = (tmp_path / "worse" / "run" / "signoff.html").read_text()
+    changed = page[page.index("<section id='what-changed'>") : page.index("id='verdicts'")]
+    assert "<svg" in changed and changed.count("<circle") >= 2  # the forest plot, one per ratio
 
 
 def test_pytest_benchmark_compare_reads_the_stored_json(tmp_path: Path) -> None:
