@@ -37,7 +37,7 @@ from reports.analysis import (
     timeline,
     ttft_cdfs,
 )
-from reports.files import write_atomic
+from reports.files import RunEnding, read_ending, write_atomic
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow, load_run
 from slo.errors import UnitError
 from slo.units import Dimension, dimension_of, format_quantity
@@ -66,6 +66,8 @@ class SignoffReport:
     sections: tuple[ScenarioSection, ...]
     comparison: tuple[ComparisonRow, ...]
     confidence: float
+    ending: RunEnding | None = None
+    """How the run ended (ending.json); None: not recorded (an older run, or one killed)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,10 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
         if s.records
     )
     result, reason = overall(candidate)
+    ending = read_ending(candidate.path)
+    if ending is not None and not ending.complete:
+        # What was judged before the end may all have passed: the run still did not.
+        result, reason = "INCOMPLETE", f"the run {ending.how}; {reason}"
     return SignoffReport(
         candidate=candidate,
         baselines=tuple(baselines),
@@ -98,6 +104,19 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
         sections=sections,
         comparison=compare(candidate, baselines) if baselines else (),
         confidence=confidence,
+        ending=ending,
+    )
+
+
+def ending_banner(report: SignoffReport) -> str | None:
+    """One sentence on how a run cut short ended; None for a completed run."""
+    e = report.ending
+    if e is None or e.complete:
+        return None
+    return (
+        f"This run {e.how} ({e.reason}; exit status {e.exit_status}). Below is what was "
+        "measured before it ended; objectives and scenarios it did not reach are not judged "
+        "and not passed."
     )
 
 
@@ -375,6 +394,7 @@ td.msg { color: #444; font-size: 12.5px; }
 .INCONCLUSIVE, .skipped { background: #fff2cc; color: #7a5200; }
 .INVALID { background: #ece3f6; color: #4f237a; }
 .NO-VERDICTS, .passed { background: #eceff3; color: #333; }
+.INCOMPLETE { background: #fde5e7; color: #a1001c; }
 .worse { color: #a1001c; font-weight: 600; }
 .better { color: #17692e; font-weight: 600; }
 .note { color: #555; font-size: 12.5px; }
@@ -715,7 +735,9 @@ def render_html(report: SignoffReport) -> str:
         f"{_e(run.hardware)} &middot; run {_e(run.name)}"
         f"{', started ' + _e(fmt_started(run)) if run.started else ''}</p>",
         f"<p><span class='result {_e(report.result.replace(' ', '-'))}'>Result: "
-        f"{_e(report.result)}</span>{_e(report.reason)}</p></header>",
+        f"{_e(report.result)}</span>{_e(report.reason)}</p>",
+        f"<p class='warn banner'>{_e(banner)}</p>" if (banner := ending_banner(report)) else "",
+        "</header>",
         "<section id='verdicts'><h2>Objectives</h2>",
         _verdict_table(run.verdicts, report.confidence)
         if run.verdicts
@@ -774,6 +796,7 @@ def render_markdown(report: SignoffReport) -> str:
         "",
         f"**Result: {report.result}** ({_md(report.reason)})",
         "",
+        *([f"> **{_md(banner)}**", ""] if (banner := ending_banner(report)) else []),
         f"vLLM {_md(run.vllm_version)} · model {_md(run.model)} · profile {_md(run.profile)} · "
         f"{_md(run.hardware)} · started {_md(fmt_started(run))}",
         "",
