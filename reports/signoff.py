@@ -28,6 +28,7 @@ from reports.analysis import (
     Interval,
     ServerSeries,
     Timeline,
+    TtftComparison,
     compare,
     confidence_of,
     decomposition,
@@ -634,6 +635,37 @@ def _stats_html(stats: Sequence[ClassStats], confidence: float) -> str:
     return "".join(out)
 
 
+def difference_text(c: TtftComparison) -> str:
+    """client - vLLM only as finely as vLLM's bucket allows; no figure where it could be 0."""
+    if c.server is None:
+        return ""
+    d = c.difference
+    if d is None:
+        return "within vLLM's bucket: no finer figure"
+    return fmt(d[0]) if d[0] == d[1] else f"{fmt(d[0])} to {fmt(d[1])}"
+
+
+def declared_note(sc: ScenarioRun) -> str:
+    """In endpoint mode the scenario's engine args are what it asks for, not what the server
+    has; what the server says about itself is shown next to them."""
+    if sc.server.get("started_by_suite", True) is not False:
+        return ""
+    said = sc.server.get("max_model_len")
+    told = f"; the server reports max_model_len {said}" if said else ""
+    return (
+        f" (declared by the scenario, not verified: the server at {sc.server.get('endpoint', '')} "
+        f"was started elsewhere{told})"
+    )
+
+
+def stalls_text(sv: ServerSeries) -> str:
+    if not sv.stalls:
+        return ""
+    total = sum(x.end_s - x.start_s for x in sv.stalls)
+    spans = "; ".join(f"{x.start_s:.0f}-{x.end_s:.0f} s: {x.why}" for x in sv.stalls[:5])
+    return f"vLLM stalled {len(sv.stalls)} time(s), {total:.0f} s in all ({spans})."
+
+
 def _decomposition_html(d: Decomposition | None) -> str:
     if d is None:
         return (
@@ -647,8 +679,7 @@ def _decomposition_html(d: Decomposition | None) -> str:
         server = "not recorded" if c.server is None else fmt(c.server)
         if c.server_bucket is not None:
             server += f" (bucket {fmt(c.server_bucket[0])} to {fmt(c.server_bucket[1])})"
-        diff = "" if c.server is None else fmt(c.client - c.server)
-        rows.append([c.statistic, fmt(c.client), server, diff])
+        rows.append([c.statistic, fmt(c.client), server, difference_text(c)])
     table = _table(["TTFT", "client", "vLLM (histogram)", "client - vLLM"], rows)
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in d.notes)
     return (
@@ -667,6 +698,7 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
     markers = ttft_markers(s.verdicts)
     head = f"<section id='scenario-{_e(sc.label)}'><h2>Scenario {_e(sc.label)}</h2>"
     meta = f"<p class='sub'>engine args: {_e(engine_args_text(sc.engine_args))}"
+    meta += _e(declared_note(sc))
     if sc.workload_s is not None:
         meta += f"; workload {sc.workload_s:.0f} s"
     if sc.server.get("ready_s") is not None:
@@ -710,6 +742,7 @@ def _server_html(s: ScenarioSection) -> str:
     return (
         f"<figure><h3>{title}</h3>"
         + chart
+        + (f"<p class='warn'>{_e(stalled)}</p>" if (stalled := stalls_text(s.server)) else "")
         + "<figcaption>From vLLM's own /metrics, read during the workload: requests running "
         "and waiting in its scheduler and KV-cache use as snapshots at each reading (a request "
         "shorter than the interval can fall between two), and vLLM's own mean TTFT of the "
@@ -885,7 +918,7 @@ def render_markdown(report: SignoffReport) -> str:
         lines += [
             f"## Scenario {_md(sc.label)}",
             "",
-            f"Engine args: {_md(engine_args_text(sc.engine_args))}",
+            f"Engine args: {_md(engine_args_text(sc.engine_args) + declared_note(sc))}",
             "",
         ]
         lines += [f"> run INVALID: {_md(r)}" for r in sc.invalid_reasons]
@@ -921,7 +954,7 @@ def render_markdown(report: SignoffReport) -> str:
                 f"vLLM /metrics during the workload ({len(sv.t_s)} samples, every "
                 f"{sv.interval_s:.1f} s): running peak {max(sv.running):.0f}, waiting peak "
                 f"{max(sv.waiting):.0f}, KV cache peak {max(sv.kv_cache_usage):.0%}, "
-                f"{sv.preemptions} preemptions.",
+                f"{sv.preemptions} preemptions. {_md(stalls_text(sv))}",
                 "",
             ]
         d = s.decomposition
@@ -937,12 +970,13 @@ def render_markdown(report: SignoffReport) -> str:
                 ),
             )
             lines += _md_table(
-                ["TTFT", "client", "vLLM (histogram)"],
+                ["TTFT", "client", "vLLM (histogram)", "client - vLLM"],
                 (
                     [
                         c.statistic,
                         fmt(c.client),
                         "not recorded" if c.server is None else fmt(c.server),
+                        difference_text(c),
                     ]
                     for c in d.comparisons
                 ),

@@ -13,6 +13,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import psutil
+
 from fixtures.settings import ROOT
 from tests.e2e.helpers import group_alive
 
@@ -36,6 +38,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     # server, not the dead one. "a_killed" runs first (file order within one config).
     _scenario_copy(tmp_path, "a_killed", 400)  # 100 s at 4 req/s: the kill lands mid-run
     _scenario_copy(tmp_path, "b_after", 20)
+    _scenario_copy(tmp_path, "c_engine", 400)  # on b's server, whose engine core is then killed
     reports = tmp_path / "reports"
     proc = subprocess.Popen(
         [
@@ -46,6 +49,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
             "fixtures.plugin",
             str(tmp_path / "test_a_killed.py"),
             str(tmp_path / "test_b_after.py"),
+            str(tmp_path / "test_c_engine.py"),
             f"--report-dir={reports}",
             f"--junitxml={reports / 'junit.xml'}",  # the modules are not under suites/
             "-p",
@@ -67,6 +71,14 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     first = json.loads(starts.read_text())[0]["pid"]
     time.sleep(8)  # past the warm-up, inside the measured requests
     os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
+    # Then the engine core of the next server, once c_engine's workload runs on it.
+    while not (reports / "b_after" / "records.jsonl").exists():
+        assert proc.poll() is None and time.monotonic() < deadline + 600
+        time.sleep(0.5)
+    time.sleep(10)
+    second = json.loads(starts.read_text())[1]["pid"]
+    (core,) = [p for p in psutil.Process(second).children() if "EngineCore" in p.name()]
+    core.kill()
     out, _ = proc.communicate(timeout=900)
     print(out[-6000:])
     assert proc.returncode == 1
@@ -74,7 +86,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     # The killed scenario's tests fail with the exit code and the log's tail, every one of them
     # with the same error (the workload is not sent again).
     cases = ET.parse(reports / "junit.xml").getroot().findall(".//testcase")
-    assert len(cases) == 10
+    assert len(cases) == 16  # 15 tests, and the error case "run server died"
     messages = {
         (str(c.get("classname")), str(c.get("name"))): "".join(
             str(f.get("message", "")) for f in c.iter() if f.tag in ("failure", "error")
@@ -86,6 +98,14 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     assert all("exited with code -9 (killed by SIGKILL)" in m for m in died), died
     assert all("--- last lines of the log ---" in m for m in died)
     assert out.count("exited with code -9") >= 5
+    # An engine core's death is named from the server's log, whatever the API server's code.
+    engine = [m for (cls, _), m in messages.items() if "c_engine" in cls]
+    assert len(engine) == 5
+    assert all("EngineCore" in m.split("--- first error in the log ---")[0] for m in engine)
+    assert all(f"pid {core.pid}" in m for m in engine), engine[0]
+    ending = messages[("run", "run server died")]
+    assert "the run server died (vLLM server (pid" in ending, ending
+    assert "Result: INCOMPLETE" in (reports / "signoff.html").read_text()
 
     # What was measured is kept: requests that were in flight are errors, not dropped.
     folder = reports / "a_killed"
