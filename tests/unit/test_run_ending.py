@@ -61,3 +61,10 @@ def test_a_completed_run_has_no_banner_and_keeps_its_result(tmp_path: Path) -> N
     assert "Result: INCOMPLETE" not in html and "class='warn banner'" not in html
     root = ET.parse(write_junit(run)).getroot()
     assert root.find("testsuite[@name='run']") is None
+
+
+def test_the_ending_case_appears_once_when_pytests_junit_has_it_too(tmp_path: Path) -> None:
+    run = _run(tmp_path, INTERRUPTED)
+    add_ending_to_pytest_junit(run / "junit.xml", INTERRUPTED)
+    root = ET.parse(write_junit(run)).getroot()
+    assert len(root.findall(".//testcase[@name='run interrupted']")) == 1
