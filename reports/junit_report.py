@@ -149,8 +149,9 @@ def ending_case(ending: RunEnding) -> TestCase:
 
 def ending_message(ending: RunEnding) -> str:
     return (
-        f"the run {ending.how} ({ending.reason}; exit status {ending.exit_status}): tests not "
-        "run are not passed; what was measured before is in the run folder"
+        f"the run ended early, {ending.how} ({ending.reason}; exit status "
+        f"{ending.exit_status}): tests not run are not passed; what was measured before is in "
+        "the run folder"
     )
 
 

@@ -96,7 +96,7 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
     ending = read_ending(candidate.path)
     if ending is not None and not ending.complete:
         # What was judged before the end may all have passed: the run still did not.
-        result, reason = "INCOMPLETE", f"the run {ending.how}; {reason}"
+        result, reason = "INCOMPLETE", f"the run ended early, {ending.how}; {reason}"
     return SignoffReport(
         candidate=candidate,
         baselines=tuple(baselines),
@@ -115,9 +115,9 @@ def ending_banner(report: SignoffReport) -> str | None:
     if e is None or e.complete:
         return None
     return (
-        f"This run {e.how} ({e.reason}; exit status {e.exit_status}). Below is what was "
-        "measured before it ended; objectives and scenarios it did not reach are not judged "
-        "and not passed."
+        f"This run ended early, {e.how} ({e.reason}; exit status {e.exit_status}). Below is "
+        "what was measured before it ended; objectives and scenarios it did not reach are not "
+        "judged and not passed."
     )
 
 

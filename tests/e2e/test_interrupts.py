@@ -62,4 +62,4 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
     case = junit_cases(tmp_path / "junit.xml")["run interrupted"]
     assert case["outcome"] == "error" and f"(by {name}" in case["message"], case
     html = (tmp_path / "signoff.html").read_text()
-    assert "Result: INCOMPLETE" in html and f"This run interrupted (by {name}" in html
+    assert "Result: INCOMPLETE" in html and f"This run ended early, interrupted (by {name}" in html

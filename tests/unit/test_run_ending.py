@@ -35,8 +35,10 @@ def test_an_interrupted_run_is_an_error_in_pytests_junit(tmp_path: Path) -> None
     suite = ET.parse(empty).getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("errors")) == ("1", "1")
     error = suite.find("testcase[@name='run interrupted']/error")
-    assert error is not None and "the run interrupted (by SIGTERM; exit status 2)" in str(
-        error.get("message")
+    assert (
+        error is not None
+        and "the run ended early, interrupted (by SIGTERM; exit status 2)"
+        in str(error.get("message"))
     )
 
 
@@ -51,7 +53,7 @@ def test_an_interrupted_run_is_an_error_in_the_suites_junit_and_incomplete_on_th
     files = write_signoff([run])
     html, md = files.html.read_text(), files.markdown.read_text()
     assert "Result: INCOMPLETE" in html and "**Result: INCOMPLETE**" in md
-    banner = "This run interrupted (by SIGTERM; exit status 2)."
+    banner = "This run ended early, interrupted (by SIGTERM; exit status 2)."
     assert banner in html and banner in md
 
 
