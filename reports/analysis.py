@@ -232,6 +232,17 @@ class TtftComparison:
     server_bucket: tuple[float, float] | None
     """The histogram bucket the server quantile lies in (its resolution)."""
 
+    @property
+    def difference(self) -> tuple[float, float] | None:
+        """client - vLLM as the bounds the bucket allows (equal for a mean); None: no figure
+        (not recorded, or the bucket is so wide that the difference could be 0)."""
+        if self.server is None:
+            return None
+        if self.server_bucket is None:
+            return self.client - self.server, self.client - self.server
+        low, high = self.client - self.server_bucket[1], self.client - self.server_bucket[0]
+        return None if low <= 0 <= high or not math.isfinite(low) else (low, high)
+
 
 @dataclass(frozen=True)
 class Decomposition:
@@ -284,13 +295,22 @@ def decomposition(scenario: ScenarioRun) -> Decomposition | None:
         comps.append(Component("server TTFT (vLLM)", server_ttft, TTFT_HIST))
         accounted = server_ttft
         notes.append("queue and prefill histograms not recorded: server TTFT shown whole")
+    # vLLM's histograms start when the engine sees a request: time before that (a stalled API
+    # server, the network, the client) is not measured by anyone, so it is not named as if it were.
+    rest = client_mean - accounted
     comps.append(
         Component(
-            "rest: client, network, detokenize, streaming",
-            client_mean - accounted,
+            "not attributed (outside vLLM's engine: API server, network, client)",
+            rest,
             "client TTFT mean - the above",
         )
     )
+    if client_mean > 0 and rest / client_mean > 0.5:
+        notes.append(
+            f"{rest / client_mean:.0%} of the mean TTFT is not attributed: it passed before "
+            "vLLM's engine saw the requests or after it sent the tokens. A stall of the API "
+            "server shows here (see the stalls under vLLM's queue over time), not as client time"
+        )
     if any(c.seconds < 0 for c in comps):
         notes.append(
             "a part came out negative: the server's and the client's clocks measure slightly "
@@ -423,6 +443,44 @@ class ServerSeries:
     (histogram sum and count differences), at the interval's end."""
     interval_s: float
     max_num_seqs: int | None
+    """From the engine args the suite started the server with; None in endpoint mode, where
+    the scenario's engine args are only declared."""
+    stalls: tuple[Stall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A span in which vLLM made no progress while it had work: no new token and requests
+    running or waiting, or /metrics not answering at all."""
+
+    start_s: float
+    end_s: float
+    why: str
+
+
+# A gap between two /metrics readings this many times the usual interval: the server did not
+# answer in between. No token progress counts as a stall only from this long on.
+STALL_GAP_FACTOR = 3.0
+STALL_MIN_S = 2.0
+
+
+def find_stalls(rows: Sequence[dict[str, float]], interval_s: float) -> tuple[Stall, ...]:
+    out: list[Stall] = []
+    still: float | None = None  # start of a run of readings without token progress
+    for a, b in itertools.pairwise(rows):
+        busy = a.get("running", 0.0) + a.get("waiting", 0.0) > 0
+        if b["t_s"] - a["t_s"] > max(STALL_GAP_FACTOR * interval_s, STALL_MIN_S):
+            out.append(Stall(a["t_s"], b["t_s"], "/metrics did not answer"))
+        progress = b.get("generation_tokens", 0.0) > a.get("generation_tokens", 0.0)
+        if busy and not progress and "generation_tokens" in a:
+            still = a["t_s"] if still is None else still
+        elif still is not None:
+            if a["t_s"] - still >= STALL_MIN_S:
+                out.append(Stall(still, a["t_s"], "no token generated with requests in vLLM"))
+            still = None
+    if still is not None and rows[-1]["t_s"] - still >= STALL_MIN_S:
+        out.append(Stall(still, rows[-1]["t_s"], "no token generated with requests in vLLM"))
+    return tuple(sorted(out, key=lambda x: x.start_s))
 
 
 def server_series(scenario: ScenarioRun) -> ServerSeries | None:
@@ -437,7 +495,8 @@ def server_series(scenario: ScenarioRun) -> ServerSeries | None:
             ttft_t.append(b["t_s"])
             ttft_mean.append((b.get("ttft_sum", 0.0) - a.get("ttft_sum", 0.0)) / dn)
     gaps = sorted(b["t_s"] - a["t_s"] for a, b in itertools.pairwise(rows))
-    max_seqs = scenario.engine_args.get("max_num_seqs")
+    started = scenario.server.get("started_by_suite", True) is not False
+    max_seqs = scenario.engine_args.get("max_num_seqs") if started else None
     return ServerSeries(
         t_s=tuple(r["t_s"] for r in rows),
         running=tuple(r.get("running", 0.0) for r in rows),
@@ -448,4 +507,5 @@ def server_series(scenario: ScenarioRun) -> ServerSeries | None:
         ttft_mean_s=tuple(ttft_mean),
         interval_s=gaps[len(gaps) // 2],
         max_num_seqs=int(max_seqs) if isinstance(max_seqs, int) else None,
+        stalls=find_stalls([dict(r) for r in rows], gaps[len(gaps) // 2]),
     )

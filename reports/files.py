@@ -13,6 +13,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,32 @@ def write_json(path: Path, value: Any) -> None:
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     write_atomic(path, b"".join(json.dumps(_jsonable(r)).encode() + b"\n" for r in rows))
+
+
+ENDING_FILE = "ending.json"
+"""How the run ended, written by the plugin when pytest finishes (not after a SIGKILL)."""
+
+
+@dataclass(frozen=True)
+class RunEnding:
+    how: str
+    """completed, interrupted, stopped early, server died or internal error."""
+    reason: str
+    exit_status: int
+
+    @property
+    def complete(self) -> bool:
+        return self.how == "completed"
+
+
+def write_ending(run_dir: Path, ending: RunEnding) -> None:
+    write_json(run_dir / ENDING_FILE, asdict(ending))
+
+
+def read_ending(run_dir: Path) -> RunEnding | None:
+    """The run's ending; None for a run folder without one (older runs, or a killed run)."""
+    try:
+        raw = json.loads((run_dir / ENDING_FILE).read_text())
+        return RunEnding(str(raw["how"]), str(raw["reason"]), int(raw["exit_status"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -8,13 +8,14 @@ objective, with the environment as suite properties. Written through the ``junit
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from reports.files import write_atomic
+from reports.files import RunEnding, read_ending, write_atomic
 from reports.run_folder import JunitCase, RunFolder, VerdictRow, load_run
 from reports.signoff import fmt, threshold, verdict_ci
 from slo.verdict import Outcome
@@ -111,6 +112,12 @@ def junit_suites(run: RunFolder, inconclusive: InconclusiveAs = "failure") -> li
     for c in run.other_tests:
         scenario = _scenario_of_other(c, labels)
         by_scenario.setdefault(scenario, []).append(other_case(c, scenario))
+    ending = read_ending(run.path)
+    if ending is not None and not ending.complete:
+        case = ending_case(ending)
+        run_cases = by_scenario.setdefault("run", [])
+        if all(c.name != case.name for c in run_cases):  # pytest's junit.xml may have it
+            run_cases.append(case)
     if not by_scenario:
         # An empty report reads green in CI; a run that judged nothing must not.
         case = TestCase(name="objectives judged", classname="run")
@@ -131,6 +138,42 @@ def junit_suites(run: RunFolder, inconclusive: InconclusiveAs = "failure") -> li
         )
         for scenario, cases in by_scenario.items()
     ]
+
+
+def ending_case(ending: RunEnding) -> TestCase:
+    """A run cut short is an error in CI's eyes, whatever the tests that ran said."""
+    case = TestCase(name=f"run {ending.how}", classname="run")
+    case.add_error_info(message=ending_message(ending), error_type=ending.how)
+    return case
+
+
+def ending_message(ending: RunEnding) -> str:
+    return (
+        f"the run ended early, {ending.how} ({ending.reason}; exit status "
+        f"{ending.exit_status}): tests not run are not passed; what was measured before is in "
+        "the run folder"
+    )
+
+
+def add_ending_to_pytest_junit(path: Path, ending: RunEnding) -> None:
+    """Add an error test case for a run cut short to pytest's own junit.xml, whose counts
+    would otherwise read tests=0 failures=0 (a clean pass) for a run interrupted early."""
+    tree = ET.parse(path)
+    root = tree.getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        suite = ET.SubElement(root, "testsuite", name="pytest")
+    case = ET.SubElement(suite, "testcase", classname="run", name=f"run {ending.how}", time="0")
+    ET.SubElement(
+        case, "error", message=ending_message(ending), type=ending.how
+    ).text = ending.reason
+    for key in ("tests", "errors"):
+        suite.set(key, str(int(suite.get(key, "0")) + 1))
+    if root is not suite:
+        for key in ("tests", "errors"):
+            if root.get(key) is not None:
+                root.set(key, str(int(root.get(key, "0")) + 1))
+    write_atomic(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
 def junit_xml(run: RunFolder, inconclusive: InconclusiveAs = "failure") -> str:

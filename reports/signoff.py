@@ -28,6 +28,7 @@ from reports.analysis import (
     Interval,
     ServerSeries,
     Timeline,
+    TtftComparison,
     compare,
     confidence_of,
     decomposition,
@@ -45,7 +46,7 @@ from reports.engines import (
 )
 from reports.engines import markdown as engines_markdown
 from reports.engines import stored as stored_engines
-from reports.files import write_atomic
+from reports.files import RunEnding, read_ending, write_atomic
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow, load_run
 from slo.errors import UnitError
 from slo.units import Dimension, dimension_of, format_quantity
@@ -75,6 +76,8 @@ class SignoffReport:
     sections: tuple[ScenarioSection, ...]
     comparison: tuple[ComparisonRow, ...]
     confidence: float
+    ending: RunEnding | None = None
+    """How the run ended (ending.json); None: not recorded (an older run, or one killed)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
         if s.records
     )
     result, reason = overall(candidate)
+    ending = read_ending(candidate.path)
+    if ending is not None and not ending.complete:
+        # What was judged before the end may all have passed: the run still did not.
+        result, reason = "INCOMPLETE", f"the run ended early, {ending.how}; {reason}"
     return SignoffReport(
         candidate=candidate,
         baselines=tuple(baselines),
@@ -107,6 +114,19 @@ def build_report(candidate: RunFolder, baselines: Sequence[RunFolder] = ()) -> S
         sections=sections,
         comparison=compare(candidate, baselines) if baselines else (),
         confidence=confidence,
+        ending=ending,
+    )
+
+
+def ending_banner(report: SignoffReport) -> str | None:
+    """One sentence on how a run cut short ended; None for a completed run."""
+    e = report.ending
+    if e is None or e.complete:
+        return None
+    return (
+        f"This run ended early, {e.how} ({e.reason}; exit status {e.exit_status}). Below is "
+        "what was measured before it ended; objectives and scenarios it did not reach are not "
+        "judged and not passed."
     )
 
 
@@ -384,6 +404,7 @@ td.msg { color: #444; font-size: 12.5px; }
 .INCONCLUSIVE, .skipped { background: #fff2cc; color: #7a5200; }
 .INVALID { background: #ece3f6; color: #4f237a; }
 .NO-VERDICTS, .passed { background: #eceff3; color: #333; }
+.INCOMPLETE { background: #fde5e7; color: #a1001c; }
 .worse { color: #a1001c; font-weight: 600; }
 .better { color: #17692e; font-weight: 600; }
 .note { color: #555; font-size: 12.5px; }
@@ -592,6 +613,37 @@ def _stats_html(stats: Sequence[ClassStats], confidence: float) -> str:
     return "".join(out)
 
 
+def difference_text(c: TtftComparison) -> str:
+    """client - vLLM only as finely as vLLM's bucket allows; no figure where it could be 0."""
+    if c.server is None:
+        return ""
+    d = c.difference
+    if d is None:
+        return "within vLLM's bucket: no finer figure"
+    return fmt(d[0]) if d[0] == d[1] else f"{fmt(d[0])} to {fmt(d[1])}"
+
+
+def declared_note(sc: ScenarioRun) -> str:
+    """In endpoint mode the scenario's engine args are what it asks for, not what the server
+    has; what the server says about itself is shown next to them."""
+    if sc.server.get("started_by_suite", True) is not False:
+        return ""
+    said = sc.server.get("max_model_len")
+    told = f"; the server reports max_model_len {said}" if said else ""
+    return (
+        f" (declared by the scenario, not verified: the server at {sc.server.get('endpoint', '')} "
+        f"was started elsewhere{told})"
+    )
+
+
+def stalls_text(sv: ServerSeries) -> str:
+    if not sv.stalls:
+        return ""
+    total = sum(x.end_s - x.start_s for x in sv.stalls)
+    spans = "; ".join(f"{x.start_s:.0f}-{x.end_s:.0f} s: {x.why}" for x in sv.stalls[:5])
+    return f"vLLM stalled {len(sv.stalls)} time(s), {total:.0f} s in all ({spans})."
+
+
 def _decomposition_html(d: Decomposition | None) -> str:
     if d is None:
         return (
@@ -605,8 +657,7 @@ def _decomposition_html(d: Decomposition | None) -> str:
         server = "not recorded" if c.server is None else fmt(c.server)
         if c.server_bucket is not None:
             server += f" (bucket {fmt(c.server_bucket[0])} to {fmt(c.server_bucket[1])})"
-        diff = "" if c.server is None else fmt(c.client - c.server)
-        rows.append([c.statistic, fmt(c.client), server, diff])
+        rows.append([c.statistic, fmt(c.client), server, difference_text(c)])
     table = _table(["TTFT", "client", "vLLM (histogram)", "client - vLLM"], rows)
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in d.notes)
     return (
@@ -625,6 +676,7 @@ def _section_html(s: ScenarioSection, confidence: float) -> str:
     markers = ttft_markers(s.verdicts)
     head = f"<section id='scenario-{_e(sc.label)}'><h2>Scenario {_e(sc.label)}</h2>"
     meta = f"<p class='sub'>engine args: {_e(engine_args_text(sc.engine_args))}"
+    meta += _e(declared_note(sc))
     if sc.workload_s is not None:
         meta += f"; workload {sc.workload_s:.0f} s"
     if sc.server.get("ready_s") is not None:
@@ -670,6 +722,7 @@ def _server_html(s: ScenarioSection) -> str:
     return (
         f"<figure><h3>{title}</h3>"
         + chart
+        + (f"<p class='warn'>{_e(stalled)}</p>" if (stalled := stalls_text(s.server)) else "")
         + "<figcaption>From vLLM's own /metrics, read during the workload: requests running "
         "and waiting in its scheduler and KV-cache use as snapshots at each reading (a request "
         "shorter than the interval can fall between two), and vLLM's own mean TTFT of the "
@@ -695,7 +748,9 @@ def render_html(report: SignoffReport) -> str:
         f"{_e(run.hardware)} &middot; run {_e(run.name)}"
         f"{', started ' + _e(fmt_started(run)) if run.started else ''}</p>",
         f"<p><span class='result {_e(report.result.replace(' ', '-'))}'>Result: "
-        f"{_e(report.result)}</span>{_e(report.reason)}</p></header>",
+        f"{_e(report.result)}</span>{_e(report.reason)}</p>",
+        f"<p class='warn banner'>{_e(banner)}</p>" if (banner := ending_banner(report)) else "",
+        "</header>",
         changes.html(run),
         "<section id='verdicts'><h2>Objectives</h2>",
         _verdict_table(run.verdicts, report.confidence)
@@ -753,6 +808,7 @@ def render_markdown(report: SignoffReport) -> str:
         "",
         f"**Result: {report.result}** ({_md(report.reason)})",
         "",
+        *([f"> **{_md(banner)}**", ""] if (banner := ending_banner(report)) else []),
         f"vLLM {_md(run.vllm_version)} · model {_md(run.model)} · profile {_md(run.profile)} · "
         f"{_md(run.hardware)} · started {_md(fmt_started(run))}",
         "",
@@ -839,7 +895,7 @@ def render_markdown(report: SignoffReport) -> str:
         lines += [
             f"## Scenario {_md(sc.label)}",
             "",
-            f"Engine args: {_md(engine_args_text(sc.engine_args))}",
+            f"Engine args: {_md(engine_args_text(sc.engine_args) + declared_note(sc))}",
             "",
             *engine_lines(sc.server),
         ]
@@ -877,7 +933,7 @@ def render_markdown(report: SignoffReport) -> str:
                 f"vLLM /metrics during the workload ({len(sv.t_s)} samples, every "
                 f"{sv.interval_s:.1f} s): running peak {max(sv.running):.0f}, waiting peak "
                 f"{max(sv.waiting):.0f}, KV cache peak {max(sv.kv_cache_usage):.0%}, "
-                f"{sv.preemptions} preemptions.",
+                f"{sv.preemptions} preemptions. {_md(stalls_text(sv))}",
                 "",
             ]
         d = s.decomposition
@@ -895,12 +951,13 @@ def render_markdown(report: SignoffReport) -> str:
                 ),
             )
             lines += _md_table(
-                ["TTFT", "client", "vLLM (histogram)"],
+                ["TTFT", "client", "vLLM (histogram)", "client - vLLM"],
                 (
                     [
                         c.statistic,
                         fmt(c.client),
                         "not recorded" if c.server is None else fmt(c.server),
+                        difference_text(c),
                     ]
                     for c in d.comparisons
                 ),

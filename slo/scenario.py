@@ -28,6 +28,12 @@ AGGREGATE_METRICS = ("request_throughput", "output_throughput", "goodput", "erro
 METRICS = PER_REQUEST_METRICS + AGGREGATE_METRICS
 STATISTICS = ("p50", "p90", "p95", "p99", "mean", "max")
 Comparison = Literal["<=", ">="]
+# Metrics where less is better: an objective on them is an upper bound ("<="). The others
+# (throughputs, goodput) are lower bounds (">="). The other way round an objective is a typo.
+LOWER_IS_BETTER = (*PER_REQUEST_METRICS, "error_rate")
+# Most requests one workload may plan: the plan holds every request (prompt text included) in
+# memory, so a count past this ends in MemoryError, not a run. Longer soaks: several runs.
+MAX_REQUESTS = 1_000_000
 Arrival = Literal["poisson", "constant", "gamma", "bursts", "ramp", "trace", "closed"]
 ARRIVALS: tuple[str, ...] = ("poisson", "constant", "gamma", "bursts", "ramp", "trace", "closed")
 # Keys that only some arrival processes take: anything else with them is a mistake in the file.
@@ -278,10 +284,26 @@ class _Table:
         except UnitError as e:
             raise self.error(k, v, str(e)) from None
 
-    def positive_int(self, k: str, default: Any = ..., minimum: int = 1) -> Any:
+    def positive_int(
+        self, k: str, default: Any = ..., minimum: int = 1, maximum: int | None = None
+    ) -> Any:
         v = self.get(k, int, default=default, expected=f"an integer >= {minimum}")
         if isinstance(v, int) and v < minimum:
             raise self.error(k, v, f"expected an integer >= {minimum}")
+        return v if maximum is None else self.at_most(k, v, maximum)
+
+    def count(self, k: str, default: Any = ..., minimum: int = 1) -> Any:
+        """A number of requests or streams: bounded by MAX_REQUESTS."""
+        return self.positive_int(k, default, minimum, MAX_REQUESTS)
+
+    def at_most(self, k: str, v: Any, maximum: int) -> Any:
+        if isinstance(v, int) and v > maximum:
+            raise self.error(
+                k,
+                v,
+                f"at most {maximum} per workload: every planned request is held in memory. "
+                f"Fix: use a smaller count (split a longer soak into several runs)",
+            )
         return v
 
     def choice(self, k: str, choices: tuple[str, ...], default: Any = ...) -> Any:
@@ -386,6 +408,16 @@ def parse_objective(path: str, key: str, metric_key: str, value: object) -> Obje
             value,
             "expected a string '<= QUANTITY' or '>= QUANTITY', "
             'e.g. "<= 800ms" or ">= 100 tok/s"',
+        )
+    want = "<=" if metric in LOWER_IS_BETTER else ">="
+    if v["cmp"] != want:
+        bound = "an upper bound" if want == "<=" else "a lower bound"
+        raise ScenarioFileError(
+            path,
+            full_key,
+            value,
+            f"{metric} is {'lower' if want == '<=' else 'higher'} when better, so its objective "
+            f'is {bound}: write "{want} {v["q"]}"',
         )
     dim = dimension_of(metric)
     try:
@@ -558,9 +590,9 @@ def _parse_search(t: _Table) -> SearchEnvelope:
     envelope = SearchEnvelope(
         max_prompt_tokens=t.positive_int("max_prompt_tokens", minimum=2),
         max_output_tokens=t.positive_int("max_output_tokens"),
-        max_concurrency=t.positive_int("max_concurrency"),
+        max_concurrency=t.count("max_concurrency"),
         max_rate=rate,
-        requests=t.positive_int("requests", minimum=2),
+        requests=t.count("requests", minimum=2),
         ttft_p99_s=limit,
     )
     t.done()
@@ -582,10 +614,12 @@ def _parse_workload(t: _Table) -> Workload:
     w = Workload(
         api=t.choice("api", ("chat", "completions"), default="chat"),
         classes=tuple(classes),
-        warmup_requests=t.positive_int("warmup_requests", default=0, minimum=0),
+        warmup_requests=t.count("warmup_requests", default=0, minimum=0),
         seed=t.get("seed", int, default=0),
         timeout_s=t.quantity("timeout", Dimension.TIME, default=120.0),
     )
+    if len(classes) > 1:  # each class is bounded; so is their sum
+        t.at_most("classes", w.requests + w.warmup_requests, MAX_REQUESTS)
     t.done()
     return w
 
@@ -609,7 +643,7 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
         rate_end = _positive_rate(t, "rate_end", required=True, allow_zero=True)
         if rate == 0 and rate_end == 0:
             raise t.error("rate_end", "0 req/s", "a ramp from 0 to 0 req/s sends nothing")
-    concurrency = t.positive_int("concurrency", default=None)
+    concurrency = t.count("concurrency", default=None)
     if arrival == "closed" and concurrency is None:
         raise t.error("concurrency", None, 'arrival = "closed" needs concurrency = N (streams)')
     burstiness = 1.0
@@ -624,7 +658,7 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
                 burstiness = float(v) if k == "burstiness" else 1.0 / float(v) ** 2
     burst_size = burst_interval = None
     if arrival == "bursts":
-        burst_size = t.positive_int("burst_size")
+        burst_size = t.count("burst_size")
         burst_interval = t.quantity("burst_interval", Dimension.TIME)
         if not burst_interval > 0:
             raise t.error(
@@ -637,7 +671,7 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
         for k in ("prompt_tokens", "output_tokens", "priority"):
             if k in t.data:
                 raise t.error(k, t.data[k], "a trace gives each request's lengths; remove it")
-        requests = t.positive_int("requests", default=len(trace))
+        requests = t.count("requests", default=len(trace))
         if requests > len(trace):
             raise t.error("requests", requests, f"the trace has only {len(trace)} requests")
         lengths = PromptLengths(
@@ -651,7 +685,7 @@ def _parse_class(t: _Table, name: str, *, done: bool = True) -> TrafficClass:
         if lo > hi:
             raise pt.error("min", lo, f"must be <= max ({hi})")
         lengths = PromptLengths(lo, hi)
-        requests = t.positive_int("requests")
+        requests = t.count("requests")
         output_tokens = t.positive_int("output_tokens")
     c = TrafficClass(
         name=name,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive
+from tests.e2e.helpers import group_alive, junit_cases
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -56,3 +56,10 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
     assert summary["invalid_reasons"][0] == "interrupted: partial run"
     rows = (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
     assert 0 < len(rows) < 608
+    # Every record says how the run ended; pytest's exit status stays "interrupted".
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED
+    name = signal.Signals(sig).name
+    case = junit_cases(tmp_path / "junit.xml")["run interrupted"]
+    assert case["outcome"] == "error" and f"(by {name}" in case["message"], case
+    html = (tmp_path / "signoff.html").read_text()
+    assert "Result: INCOMPLETE" in html and f"This run ended early, interrupted (by {name}" in html

@@ -10,8 +10,11 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import psutil
 
 from fixtures.settings import ROOT
 from tests.e2e.helpers import group_alive
@@ -31,11 +34,35 @@ def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
     return path
 
 
+def _finished(pid: int) -> float:
+    """Requests the server has finished, from its own /metrics."""
+    (port,) = [
+        c.laddr.port
+        for c in psutil.Process(pid).net_connections("tcp")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("vllm:request_success_total")
+    )
+
+
+def _wait_finished(pid: int, n: int, timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _finished(pid) < n:
+        assert time.monotonic() < deadline, f"the server did not finish {n} requests"
+        time.sleep(0.3)
+
+
 def test_sigkill_mid_workload(tmp_path: Path) -> None:
     # Same engine args, so both modules ask for one server config: the second must get a new
     # server, not the dead one. "a_killed" runs first (file order within one config).
     _scenario_copy(tmp_path, "a_killed", 400)  # 100 s at 4 req/s: the kill lands mid-run
     _scenario_copy(tmp_path, "b_after", 20)
+    _scenario_copy(tmp_path, "c_engine", 400)  # on b's server, whose engine core is then killed
     reports = tmp_path / "reports"
     proc = subprocess.Popen(
         [
@@ -46,6 +73,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
             "fixtures.plugin",
             str(tmp_path / "test_a_killed.py"),
             str(tmp_path / "test_b_after.py"),
+            str(tmp_path / "test_c_engine.py"),
             f"--report-dir={reports}",
             f"--junitxml={reports / 'junit.xml'}",  # the modules are not under suites/
             "-p",
@@ -65,8 +93,16 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
         assert time.monotonic() < deadline, "the server did not start in 600 s"
         time.sleep(0.5)
     first = json.loads(starts.read_text())[0]["pid"]
-    time.sleep(8)  # past the warm-up, inside the measured requests
+    _wait_finished(first, 8 + 3)  # past the 8 warm-up requests, inside the measured ones
     os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
+    # Then the engine core of the next server, once c_engine's workload runs on it.
+    while len(json.loads(starts.read_text())) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline + 600
+        time.sleep(0.5)
+    second = json.loads(starts.read_text())[1]["pid"]
+    _wait_finished(second, 28 + 8 + 3)  # b_after's 28, c_engine's warm-up, 3 measured
+    (core,) = [p for p in psutil.Process(second).children() if "EngineCore" in p.name()]
+    core.kill()
     out, _ = proc.communicate(timeout=900)
     print(out[-6000:])
     assert proc.returncode == 1
@@ -74,7 +110,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     # The killed scenario's tests fail with the exit code and the log's tail, every one of them
     # with the same error (the workload is not sent again).
     cases = ET.parse(reports / "junit.xml").getroot().findall(".//testcase")
-    assert len(cases) == 10
+    assert len(cases) == 16  # 15 tests, and the error case "run server died"
     messages = {
         (str(c.get("classname")), str(c.get("name"))): "".join(
             str(f.get("message", "")) for f in c.iter() if f.tag in ("failure", "error")
@@ -86,6 +122,16 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     assert all("exited with code -9 (killed by SIGKILL)" in m for m in died), died
     assert all("--- last lines of the log ---" in m for m in died)
     assert out.count("exited with code -9") >= 5
+    # An engine core's death is named from the server's log, whatever the API server's code.
+    engine = [m for (cls, _), m in messages.items() if "c_engine" in cls]
+    assert len(engine) == 5
+    assert all("its log's first error: " in m.splitlines()[0] for m in engine), engine[0]
+    assert all("EngineDeadError" in m.splitlines()[0] for m in engine), engine[0]
+    assert all("Gone before it: VLLM::EngineCore" in m for m in engine), engine[0]
+    assert all(f"pid {core.pid}" in m for m in engine), engine[0]
+    ending = messages[("run", "run server died")]
+    assert "the run ended early, server died (vLLM server (pid" in ending, ending
+    assert "Result: INCOMPLETE" in (reports / "signoff.html").read_text()
 
     # What was measured is kept: requests that were in flight are errors, not dropped.
     folder = reports / "a_killed"

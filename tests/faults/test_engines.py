@@ -131,4 +131,4 @@ def test_a_given_served_model_is_not_looked_up() -> None:
     with FaultInjector() as inj:
         with pytest.raises(SuiteError, match="--slo-served-model NAME"):
             _served_model(inj.url, None)
-        assert _served_model(inj.url, None, "my-model") == "my-model"
+        assert _served_model(inj.url, None, "my-model") == ("my-model", None)

@@ -6,6 +6,7 @@ test here starts vLLM: the interpreters "without vLLM" are this one with site-pa
 
 from __future__ import annotations
 
+import re
 import stat
 import sys
 from pathlib import Path
@@ -116,8 +117,31 @@ def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
         (lambda t: t.replace('"<= 60ms"', '"<= 60 parsecs"', 1), "60 parsecs"),
         (lambda t: t.replace("requests = 1000", "requests = -3", 1), "'workload.requests' = -3"),
         (lambda t: t + "\n[surprise]\nx = 1\n", "unknown key"),
+        (
+            lambda t: t.replace('"<= 60ms"', '">= 60ms"', 1),
+            "'objectives.cpu-tiny.\"ttft p50\"' = '>= 60ms': ttft is lower when better, so its "
+            'objective is an upper bound: write "<= 60ms"',
+        ),
+        (
+            lambda t: t.replace("requests = 600", f"requests = {10**18}", 1),
+            f"'workload.requests' = {10**18}: at most 1000000 per workload",
+        ),
+        (
+            lambda t: t.replace("max = 512 }", "max = 2040 }", 1),
+            "key \"workload class 'default' prompt_tokens.max + output_tokens\" = "
+            "'2040 + 32 = 2072 tokens': over the model's max_model_len 2048 (engine arg "
+            "max_model_len)",
+        ),
     ],
-    ids=["toml-syntax", "bad-unit", "negative-count", "unknown-table"],
+    ids=[
+        "toml-syntax",
+        "bad-unit",
+        "negative-count",
+        "unknown-table",
+        "latency-lower-bound",
+        "huge-count",
+        "over-max-model-len",
+    ],
 )
 def test_suite_with_a_malformed_scenario_file(tmp_path: Path, edit: object, needle: str) -> None:
     assert callable(edit)
@@ -137,6 +161,10 @@ def test_suite_with_a_malformed_scenario_file(tmp_path: Path, edit: object, need
     )
     assert proc.returncode != 0
     _stopped_before_any_server(reports, proc.stdout, str(bad), needle)
+    # Once per test, not chained ("During handling of the above exception").
+    assert "During handling" not in proc.stdout
+    headers = re.findall(r"^_+ ERROR (?:at setup of|collecting) ", proc.stdout, re.M)
+    assert len(re.findall(f"^{re.escape(str(bad))}: ", proc.stdout, re.M)) == len(headers) > 0
 
 
 def test_a_scenario_without_objectives_for_the_profile_fails_only_when_selected(
@@ -169,3 +197,58 @@ def test_a_headroom_at_or_over_the_threshold_is_refused(tmp_path: Path) -> None:
     proc = run_suite(["--collect-only", "-m", "realtime", "--slo-headroom", "1.2"], tmp_path)
     assert proc.returncode == 4
     assert "--slo-headroom = 1.2: expected a fraction of the threshold below 1" in proc.stderr
+
+
+@pytest.mark.parametrize("url", ["not-a-url", "localhost:8000", "http://", "http://h:99999"])
+def test_an_endpoint_that_is_not_a_url_stops_the_run_in_one_line(tmp_path: Path, url: str) -> None:
+    proc = run_suite(["--collect-only", "-m", "realtime", f"--endpoint={url}"], tmp_path)
+    assert proc.returncode == 4
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR: ")]
+    assert len(errors) == 1 and f"--endpoint {url!r}: " in errors[0]
+    assert "e.g. http://" in errors[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_a_setup_error_is_printed_once_per_test(tmp_path: Path) -> None:
+    # Port 1 on loopback: nothing listens there, so /v1/models is refused at once.
+    reports = tmp_path / "reports"
+    proc = run_suite(["-m", "realtime", "--endpoint=http://127.0.0.1:1"], reports, timeout=300)
+    assert proc.returncode == 1
+    message = "endpoint http://127.0.0.1:1 did not list a model at /v1/models"
+    assert proc.stdout.count("ERROR at setup") == 5
+    assert proc.stdout.count(message) == 5
+    assert "During handling" not in proc.stdout and "Traceback" not in proc.stdout
+
+
+def test_an_endpoint_whose_max_model_len_is_too_short_is_refused_before_sending() -> None:
+    """In endpoint mode the limit is what the server says of itself (/v1/models)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from fixtures.session import ScenarioRunner, ServerPool, select
+    from fixtures.settings import programmatic
+    from slo.errors import ScenarioFileError
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"data": [{"id": "m", "max_model_len": 300}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        s = programmatic("cpu-tiny", endpoint=url)
+        runner = ScenarioRunner(s, ServerPool(s))
+        with pytest.raises(ScenarioFileError) as e:
+            runner.target(select("realtime", s))
+    finally:
+        server.shutdown()
+    assert "'512 + 32 = 544 tokens': over the model's max_model_len 300" in str(e.value)
+    assert f"as {url}/v1/models reports it" in str(e.value)
