@@ -19,8 +19,8 @@ intervals are the classic ones; on clustered data they widen as much as the clus
   window lowers the downward bias that makes intervals too narrow).
 - When the clustering leaves fewer than ``MIN_EFFECTIVE`` effective samples and less than half
   the run, the dependence estimate itself cannot be trusted (simulation: an M/G/1 queue at
-  utilisation 0.8 over 600 requests): the interval is unbounded, so the verdict is
-  INCONCLUSIVE, with that reason.
+  utilisation 0.8 over 600 requests): the interval's upper side is unbounded, so a latency
+  objective cannot PASS (INCONCLUSIVE, with that reason); a clear miss still FAILs.
 - Means: a t interval with the HAC variance. Rates (throughput, goodput): batch means over
   ``RATE_WINDOWS`` equal time windows (Law & Kelton's batch means), a t interval over them.
 - Proportions (error rate): a Clopper-Pearson interval at n_eff.
@@ -124,12 +124,16 @@ def quantile_bounds(
     upper = np.full(runs, np.inf)
     for size in np.unique(m):
         l_rank, u_rank = _ranks(int(size), q, confidence)
-        rows = (m == size) & trusted
-        # Ranks for n_eff samples, as fractions of the run: the conservative side of each.
+        rows = m == size
+        # Ranks for n_eff samples, as fractions of the run: the conservative side of each. An
+        # untrusted clustering estimate leaves the upper side unbounded (a PASS of a latency
+        # objective rests on it); the lower side stands (false FAILs stayed within the level in
+        # simulation without the floor).
         if l_rank is not None:
             lower[rows] = xs[rows, max(1, math.floor(l_rank * n / size)) - 1]
         if u_rank is not None:
-            upper[rows] = xs[rows, min(n, math.ceil(u_rank * n / size)) - 1]
+            up = rows & trusted
+            upper[up] = xs[up, min(n, math.ceil(u_rank * n / size)) - 1]
     # A tiny sample's interpolated estimate can fall outside its bounds (p99 of 2 values).
     return np.minimum(lower, est), est, np.maximum(upper, est), m.astype(np.float64)
 
@@ -230,7 +234,7 @@ def mean_interval(values: Sequence[float], confidence: float) -> Interval:
     n_eff = max(n / vif, 2.0)
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_eff - 1)) * sd / math.sqrt(n_eff)
     note = _dependence_note(n, n_eff)
-    lo, hi = (-math.inf, math.inf) if note else (mean - half, mean + half)
+    lo, hi = mean - half, (math.inf if note else mean + half)
     return Interval(lo, mean, hi, n, n_eff, lag1_autocorrelation(x), note)
 
 

@@ -157,8 +157,10 @@ def judge_quantile_runs(
         rows = np.flatnonzero(cut == c)
         rest = a[rows, int(c) :]
         lo, _, hi, _ = quantile_bounds(rest, q, confidence, threshold)
-        steady = settled[rows] & np.isnan(drift(rest))
-        out[rows] = np.where(lo > threshold, FAIL, np.where((hi <= threshold) & steady, PASS, 0))
+        # A drifting run PASSes only if the interval clears the threshold at the drifted level.
+        scale = 1 + np.abs(np.nan_to_num(drift(rest), nan=0.0))
+        passes = (hi <= threshold) & (hi * scale <= threshold) & settled[rows]
+        out[rows] = np.where(lo > threshold, FAIL, np.where(passes, PASS, 0))
     return out
 
 

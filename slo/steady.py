@@ -13,7 +13,8 @@ A verdict speaks for the server's steady state. Two things break that:
   (their geometric means) are compared with the variance inflated for serial correlation
   (slo/dependence.py). Drift is flagged when the difference is significant at 1% and the
   typical TTFT changed by at least ``DRIFT_MIN_CHANGE`` (with thousands of requests a tiny,
-  harmless difference is significant).
+  harmless difference is significant). A drifting run PASSes only if its interval, made worse
+  by the change, still meets the threshold (slo/verdict.py).
 
 Both work on arrays of many runs at once (slo/simulate.py checks them), and on one run.
 """

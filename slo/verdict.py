@@ -231,9 +231,31 @@ def judge(
         return replace(
             v, outcome=Outcome.FAIL, note="the server failed: " + "; ".join(server_failures)
         )
-    if v.outcome is Outcome.PASS and not state.steady:
+    if v.outcome is not Outcome.PASS or state.steady:
+        return v
+    if not state.settled:
         return replace(v, outcome=Outcome.INCONCLUSIVE, note=f"not steady, {state.reason}")
-    return v
+    if state.drift is None or objective.dimension is not Dimension.TIME:
+        # TTFT drift bears on latencies; a rate's batch means over time windows already carry
+        # the run's changes in their spread.
+        return v
+    # Drift: the PASS must hold at the level the run drifted to, not only at its average: the
+    # interval is scaled by the change between the halves, on the side that matters.
+    scale = 1 + abs(state.drift)
+    if _clears(objective, v.lower, v.upper, scale):
+        return replace(v, note=f"{state.reason}; the PASS holds at that later level")
+    return replace(
+        v,
+        outcome=Outcome.INCONCLUSIVE,
+        note=f"not steady, {state.reason}: the interval does not clear the threshold at that level",
+    )
+
+
+def _clears(objective: Objective, lower: float, upper: float, scale: float) -> bool:
+    """The interval, made ``scale`` times worse, still meets the threshold."""
+    if objective.comparison == "<=":
+        return upper * scale <= objective.threshold
+    return lower / scale >= objective.threshold
 
 
 def steady_state(records: Sequence[RequestRecord]) -> SteadyState:

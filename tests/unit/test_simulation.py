@@ -89,15 +89,18 @@ def test_a_clear_margin_still_passes() -> None:
     assert np.mean(p99 == PASS) > 0.5
 
 
-def test_drift_through_the_run_prevents_a_pass() -> None:
-    # Truth 0.8x the threshold at mid-run, but the server slows 40% from start to end: a run
-    # that is not steady must not PASS, whatever its interval says.
+def test_drift_through_the_run_prevents_a_pass_that_would_not_hold_at_its_end() -> None:
+    # Truth 0.9x the threshold at mid-run, but the server slows 40% from start to end (the
+    # last requests sit at 1.08x): a PASS of the run's average would not hold where it ended.
     rng = np.random.default_rng(505)
-    steady = judge_quantile_runs(iid(0.39).sample(rng, 400, N, 0.5) * 0.8, 0.5, CONFIDENCE)
-    drifting = drift(iid(0.39), 0.4).sample(rng, 400, N, 0.5) * 0.8
+    steady = judge_quantile_runs(iid(0.39).sample(rng, 400, N, 0.5) * 0.9, 0.5, CONFIDENCE)
+    drifting = drift(iid(0.39), 0.4).sample(rng, 400, N, 0.5) * 0.9
     v = judge_quantile_runs(drifting, 0.5, CONFIDENCE)
     assert np.mean(steady == PASS) > 0.95
-    assert np.mean(v == PASS) < 0.1
+    assert np.mean(v == PASS) < 0.05
+    # A modest drift far from the threshold (truth 0.5x, +15% through the run) still PASSes.
+    mild = drift(iid(0.39), 0.15).sample(rng, 400, N, 0.5) * 0.5
+    assert np.mean(judge_quantile_runs(mild, 0.5, CONFIDENCE) == PASS) > 0.95
 
 
 @pytest.mark.parametrize("model", [iid(0.39), ar1(0.5), queue(0.5)], ids=lambda m: m.name)

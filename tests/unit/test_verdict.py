@@ -186,3 +186,22 @@ def test_e2e_ends_at_the_last_token_chunk_not_after_done() -> None:
     late_end = RequestRecord(**{**r.__dict__, "end_ns": r.sent_ns + 420 * MS})
     assert late_end.e2e_s == pytest.approx(0.370)
     assert late_end.tpot_s == pytest.approx((0.370 - 0.050) / 32)
+
+
+def test_a_drifting_run_passes_only_where_the_drifted_level_still_meets_the_threshold() -> None:
+    # Independent lognormal TTFT around 20 ms whose scale rises 25% through 600 requests: the
+    # halves differ by about 12%, a significant drift.
+    rng = random.Random(7)
+    records = [
+        rec(i, 20 * (1 + 0.25 * i / 600) * rng.lognormvariate(0, 0.3), 400) for i in range(600)
+    ]
+    far = judge(obj("ttft p50", "<= 100ms"), records, confidence=0.95, profile="p")
+    assert far.outcome is Outcome.PASS and "the PASS holds at that later level" in far.note
+    assert far.note.startswith("drift: typical TTFT rose")
+    # Close to the threshold the interval may meet it, but not at the level the run drifted to.
+    upper = judge(obj("ttft p50", "<= 1s"), records, confidence=0.95, profile="p").upper
+    near = judge(
+        obj("ttft p50", f"<= {upper * 1.05 * 1000:.3f}ms"), records, confidence=0.95, profile="p"
+    )
+    assert near.upper <= near.objective.threshold  # the interval alone would PASS
+    assert near.outcome is Outcome.INCONCLUSIVE and near.note.startswith("not steady, drift")
