@@ -39,7 +39,7 @@ def test_realtime_scenario_passes_on_cpu_vllm(
         assert props["slo.profile"] == "cpu-tiny"
         assert props["slo.vllm_version"] == "0.32.0"
     ttft_p99 = cases["test_objective[ttft p99]"]["properties"]
-    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == 1000
+    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == 1500
     assert (
         float(ttft_p99["slo.ci_lower"])
         <= float(ttft_p99["slo.estimate"])
@@ -89,12 +89,12 @@ def test_benchmark_json_in_pytest_benchmark_format(
     assert {"machine_info", "commit_info", "benchmarks", "datetime", "version"} <= set(data)
     by_name = {b["name"]: b for b in data["benchmarks"]}
     ttft = by_name["realtime[ttft]"]
-    assert ttft["stats"]["rounds"] == 1000 == len(ttft["stats"]["data"])
+    assert ttft["stats"]["rounds"] == 1500 == len(ttft["stats"]["data"])
     assert 0 < ttft["stats"]["min"] <= ttft["stats"]["median"] <= ttft["stats"]["max"]
     assert ttft["extra_info"]["profile"] == "cpu-tiny"
     assert "realtime[tpot]" in by_name and "realtime[e2e]" in by_name
     records = (out / "realtime" / "records.jsonl").read_text().splitlines()
-    assert len(records) == 1000 + 8  # measured + warm-up, none dropped
+    assert len(records) == 1500 + 8  # measured + warm-up, none dropped
     rows = [json.loads(r) for r in records]
     assert all(r["error"] is None for r in rows)
     assert all(r["output_tokens"] == 32 for r in rows)
@@ -122,13 +122,13 @@ def test_sequential_stop_ends_a_clearly_failing_run_at_the_first_look(tmp_path: 
         json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
     ]
     measured = [r for r in rows if not r["warmup"]]
-    # The first look is at 200 of 1000 requests; a few more may have been in flight.
+    # The first look is at 200 of 1500 requests; a few more may have been in flight.
     assert 200 <= len(measured) < 300
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert {v["outcome"] for v in verdicts} == {"FAIL"}
     assert {v["n"] + v["warmup_dropped"] for v in verdicts} == {200}
     # Judged at the rule's per-look level (the p50 and p99 objectives set it).
-    rule = StopRule.for_workload(1000, 0.95, quantiles=(0.5, 0.99))
+    rule = StopRule.for_workload(1500, 0.95, quantiles=(0.5, 0.99))
     assert f"{rule.look_confidence * 100:.4g}% CI" in verdicts[0]["message"]
     # The sign-off page and per-objective JUnit are rendered at the end of the run.
     assert "FAIL" in (tmp_path / "signoff.html").read_text()

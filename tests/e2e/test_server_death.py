@@ -23,7 +23,7 @@ from tests.e2e.helpers import group_alive
 def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
     text = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
     text = text.replace('name = "realtime"', f'name = "{name}"', 1)
-    text = text.replace("requests = 1000", f"requests = {requests}", 1)
+    text = text.replace("requests = 1500", f"requests = {requests}", 1)
     path = folder / f"{name}.toml"
     path.write_text(text)
     (folder / f"test_{name}.py").write_text(

@@ -170,7 +170,7 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
         scenario.replace('api = "chat"', 'api = "completions"')
         .replace('arrival = "poisson"', 'arrival = "closed"\nconcurrency = 4')
         .replace('rate = "4 req/s"\n', "")
-        .replace("requests = 1000", "requests = 40")
+        .replace("requests = 1500", "requests = 40")
     )
     (tmp_path / "closed.toml").write_text(closed)
     (tmp_path / "test_closed.py").write_text(

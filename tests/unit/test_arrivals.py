@@ -79,7 +79,7 @@ def test_trace_offsets_and_lengths_drive_the_plan(tmp_path: Path) -> None:
     ]
     (tmp_path / "t.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     text = GOOD.replace('arrival = "poisson"', 'arrival = "trace"\ntrace = "t.jsonl"')
-    text = text.replace('rate = "4 req/s"\n', "").replace("requests = 1000", "requests = 3")
+    text = text.replace('rate = "4 req/s"\n', "").replace("requests = 1500", "requests = 3")
     text = text.replace("prompt_tokens = { min = 32, max = 512 }\n", "")
     text = text.replace("output_tokens = 32\n", "")
     (tmp_path / "s.toml").write_text(text)

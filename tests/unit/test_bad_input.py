@@ -115,7 +115,7 @@ def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
     [
         (lambda t: t.replace("[server]", "[server", 1), "not valid TOML"),
         (lambda t: t.replace('"<= 60ms"', '"<= 60 parsecs"', 1), "60 parsecs"),
-        (lambda t: t.replace("requests = 1000", "requests = -3", 1), "'workload.requests' = -3"),
+        (lambda t: t.replace("requests = 1500", "requests = -3", 1), "'workload.requests' = -3"),
         (lambda t: t + "\n[surprise]\nx = 1\n", "unknown key"),
         (
             lambda t: t.replace('"<= 60ms"', '">= 60ms"', 1),
