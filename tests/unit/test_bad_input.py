@@ -123,7 +123,7 @@ def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
             'objective is an upper bound: write "<= 60ms"',
         ),
         (
-            lambda t: t.replace("requests = 600", f"requests = {10**18}", 1),
+            lambda t: t.replace("requests = 1500", f"requests = {10**18}", 1),
             f"'workload.requests' = {10**18}: at most 1000000 per workload",
         ),
         (
