@@ -58,3 +58,16 @@ def test_plan_is_deterministic_and_marks_warmup(prompts: PromptFactory) -> None:
     assert len({r.prompt for r in a.requests}) == len(a.requests)  # no accidental prefix hits
     c = plan_workload(replace(w, seed=w.seed + 1), prompts, max_requests=20)
     assert [r.prompt_tokens for r in c.requests] != [r.prompt_tokens for r in a.requests]
+
+
+def test_the_request_cap_leaves_background_classes_running(prompts: PromptFactory) -> None:
+    # A background class keeps the server busy until the foreground is done; capping it too
+    # would let it run dry early and measure the foreground on a quieter server.
+    w = load_scenario("mixed").workload
+    plan = plan_workload(w, prompts, max_requests=10)
+    by_class = {
+        c.name: sum(1 for r in plan.measured if r.request_class == c.name) for c in w.classes
+    }
+    background = {c.name: c.requests for c in w.classes if c.background}
+    assert background and all(by_class[name] == n for name, n in background.items())
+    assert all(by_class[c.name] == 10 for c in w.classes if not c.background)
