@@ -159,8 +159,7 @@ def _dependence_note(n: int, n_eff: float) -> str:
         return ""
     return (
         f"requests are so clustered that {n} of them count as {n_eff:.0f} independent ones "
-        f"(fewer than {MIN_EFFECTIVE}): too few to trust the estimate of the clustering; "
-        "run longer"
+        f"(fewer than {MIN_EFFECTIVE}): too few to trust the estimate of the clustering"
     )
 
 

@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 from scipy.stats import binom
 
-from slo.intervals import Interval
+from slo.intervals import MIN_EFFECTIVE, Interval
 from slo.quantile import _ranks
 from slo.scenario import Objective
 from slo.stats import RunSummary
@@ -78,6 +78,10 @@ def requests_needed(
     if (below and p_over >= target) or (not below and p_over <= target):
         return None
     m = _effective_needed(q, confidence, round(p_over, 6), below, power)
+    if below and vif > 2:
+        # Under MIN_EFFECTIVE effective samples and half the run, the clustering estimate is
+        # not trusted and the upper side stays unbounded (slo/intervals.py): no PASS below it.
+        m = max(m, MIN_EFFECTIVE)
     return min(LIMIT, math.ceil(m * max(vif, 1.0)))
 
 
@@ -104,9 +108,11 @@ def requests_for_pass_at(
 def inconclusive_note(
     objective: Objective, summary: RunSummary, iv: Interval, confidence: float
 ) -> str:
-    """Why the interval straddles the threshold, and how many requests would decide it."""
-    base = f"the {confidence * 100:.4g}% confidence interval straddles the threshold" + (
-        f" (effective n={iv.n_eff:.0f} of {iv.n})" if iv.n_eff < iv.n else ""
+    """Why the interval straddles the threshold (or is unbounded: ``iv.note``), and how many
+    requests would decide it."""
+    base = iv.note or (
+        f"the {confidence * 100:.4g}% confidence interval straddles the threshold"
+        + (f" (effective n={iv.n_eff:.0f} of {iv.n})" if iv.n_eff < iv.n else "")
     )
     q = objective.quantile
     if q is None or objective.metric == "itl" or iv.n == 0:

@@ -153,7 +153,7 @@ def evaluate(
         outcome = Outcome.FAIL
     else:
         outcome = Outcome.INCONCLUSIVE
-        note = iv.note or inconclusive_note(objective, summary, iv, confidence)
+        note = inconclusive_note(objective, summary, iv, confidence)
     return Verdict(
         objective,
         outcome,

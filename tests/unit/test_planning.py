@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import binom
 
+from slo.intervals import MIN_EFFECTIVE
 from slo.planning import requests_for_pass_at, requests_needed
 from slo.quantile import _ranks, min_samples_to_bound_upper
-from tests.unit.builders import obj
+from slo.stats import summarize
+from slo.verdict import Outcome, evaluate
+from tests.unit.builders import obj, rec
 
 
 def test_a_tail_that_never_reaches_the_threshold_needs_only_a_bounded_interval() -> None:
@@ -50,3 +53,29 @@ def test_headroom_rescales_the_measured_shape() -> None:
     assert (
         requests_for_pass_at(obj("output_throughput", ">= 1 tok/s"), values, 1, 0.95, 0.8) is None
     )
+
+
+def test_a_plan_for_a_pass_meets_the_floor_on_trusted_clustering() -> None:
+    # Where the clustering leaves fewer than MIN_EFFECTIVE effective samples (and under half the
+    # run) the upper side of the interval is unbounded: a plan below that cannot PASS.
+    need = requests_needed(0.9, 0.95, 0.0, 10.0, below=True)
+    assert need is not None and need >= MIN_EFFECTIVE * 10
+    # A VIF of 2 or less keeps half the run effective: the floor does not apply.
+    assert requests_needed(0.9, 0.95, 0.0, 2.0, below=True) == 2 * min_samples_to_bound_upper(
+        0.9, 0.95
+    )
+    # FAIL rests on the lower side, which the floor leaves alone.
+    fail = requests_needed(0.9, 0.95, 0.5, 10.0, below=False)
+    assert fail is not None and fail < MIN_EFFECTIVE * 10
+
+
+def test_a_clustered_inconclusive_says_how_many_requests_would_decide() -> None:
+    # 160 requests in waves of 32 (a closed loop): far under the floor, far under the threshold.
+    rng = np.random.default_rng(5)
+    waves = np.repeat(rng.lognormal(6, 0.3, 5), 32) * rng.lognormal(0, 0.02, 160)
+    summary = summarize([rec(i, float(ms)) for i, ms in enumerate(waves)])
+    verdict = evaluate(obj("ttft p90", "<= 5s"), summary, confidence=0.95, profile="cpu-tiny")
+    assert verdict.outcome is Outcome.INCONCLUSIVE
+    assert "clustered" in verdict.note and "requests would decide it" in verdict.note
+    need = int(verdict.note.split("about ")[1].split(" requests")[0])
+    assert verdict.n_eff is not None and need >= MIN_EFFECTIVE * 160 / verdict.n_eff
