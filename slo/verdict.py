@@ -17,7 +17,8 @@ Around the interval:
 - Server-caused failure (errors, timeouts, a server that died) counts against the objectives:
   a failed request is an infinitely slow one, and past the scenario's error-rate bound every
   objective FAILs. INVALID is kept for what the client spoiled (a lagging schedule, requests the
-  server rejected as malformed) or could not measure (no requests).
+  server rejected as malformed, a background load that ran dry) or could not measure (no
+  requests).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from slo.intervals import (
 )
 from slo.planning import inconclusive_note
 from slo.records import RequestRecord
-from slo.scenario import Objective, Validity
+from slo.scenario import Objective, TrafficClass, Validity
 from slo.stats import RunSummary, safe_percentile, summarize
 from slo.steady import SteadyState
 from slo.steady import check as steady_check
@@ -304,6 +305,25 @@ def check_validity(
             f"({kinds}): the requests, not the server, are at fault (check prompt lengths "
             "against max_model_len, and the request fields the server accepts)"
         )
+    return reasons
+
+
+def check_background(
+    records: Sequence[RequestRecord], classes: Sequence[TrafficClass]
+) -> list[str]:
+    """Background classes that used up their requests (an upper bound) before the rest of the
+    workload was done: the end of the run then measured a server without that load: INVALID."""
+    reasons = []
+    for c in classes:
+        if not c.background:
+            continue
+        sent = sum(1 for r in records if r.request_class == c.name and not r.warmup)
+        if sent >= c.requests:
+            reasons.append(
+                f"background class {c.name!r} used all {c.requests} of its requests before the "
+                "rest of the workload was done, so the end of the run was measured without that "
+                f"load (raise workload.classes.{c.name}.requests)"
+            )
     return reasons
 
 

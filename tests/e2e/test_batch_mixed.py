@@ -9,19 +9,24 @@ from tests.e2e.helpers import junit_cases, run_suite
 
 
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
-    proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py"], tmp_path)
+    # Capped at 120 measured requests per class (the scenarios send 1600 and 800) to keep CI
+    # short; the background batch class of mixed still runs until the realtime class is done.
+    cap = ["--slo-max-requests=120"]
+    proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py", *cap], tmp_path)
     cases = junit_cases(tmp_path / "junit.xml")
     assert proc.returncode in (0, 1), proc.returncode  # verdicts reached, nothing broke
     objectives = {k: c for k, c in cases.items() if k.startswith("test_objective[")}
-    assert len(objectives) == 6 and len(cases) == 7
+    assert len(objectives) == 5 and len(cases) == 6
     # Closed-loop batch traffic is strongly clustered (a wave of 32 streams moves together), so
-    # on 2 cores some percentiles cannot be decided from these request counts: INCONCLUSIVE with
-    # the reason, never a PASS the data cannot carry, and never a FAIL or INVALID here.
+    # on 2 cores percentiles cannot be decided from 120 requests: INCONCLUSIVE with the reason
+    # and the requests that would decide it, never a PASS the data cannot carry, never a FAIL or
+    # INVALID here.
     for name, case in objectives.items():
         props = case["properties"]
         assert props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), (name, case["message"])
         if props["slo.outcome"] == "INCONCLUSIVE":
             assert "clustered" in case["message"] or "straddles" in case["message"], case
+            assert "requests would decide it" in case["message"], case
         print(name, props["slo.outcome"], props["slo.n"], props.get("slo.n_eff"))
     # Throughput is judged on batch means over time windows: it decides.
     assert objectives["test_objective[output_throughput]"]["properties"]["slo.outcome"] == "PASS"

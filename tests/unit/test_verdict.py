@@ -8,9 +8,16 @@ import re
 import pytest
 
 from slo.records import RequestRecord, from_row, to_row
-from slo.scenario import Validity
+from slo.scenario import Validity, load_scenario
 from slo.stats import summarize
-from slo.verdict import Outcome, check_server, check_validity, evaluate, judge
+from slo.verdict import (
+    Outcome,
+    check_background,
+    check_server,
+    check_validity,
+    evaluate,
+    judge,
+)
 from tests.unit.builders import obj, rec
 
 MS = 1_000_000
@@ -205,3 +212,18 @@ def test_a_drifting_run_passes_only_where_the_drifted_level_still_meets_the_thre
     )
     assert near.upper <= near.objective.threshold  # the interval alone would PASS
     assert near.outcome is Outcome.INCONCLUSIVE and near.note.startswith("not steady, drift")
+
+
+def test_a_background_class_that_ran_dry_makes_the_run_invalid() -> None:
+    # The background class's request count is an upper bound; using it all means the end of the
+    # foreground was measured on a server without its background load.
+    classes = load_scenario("mixed").workload.classes
+    bound = next(c.requests for c in classes if c.background)
+    fore = [rec(i, 50, cls="realtime") for i in range(10)]
+    dry = fore + [rec(10 + i, 50, cls="batch") for i in range(bound)]
+    reasons = check_background(dry, classes)
+    assert len(reasons) == 1 and "'batch' used all" in reasons[0]
+    assert "workload.classes.batch.requests" in reasons[0]
+    assert check_background(dry[:-1], classes) == []
+    # Warm-up requests do not count against the bound.
+    assert check_background([*dry[:-1], rec(99_999, 50, cls="batch", warmup=True)], classes) == []
