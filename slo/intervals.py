@@ -119,7 +119,7 @@ def quantile_bounds(
         v = np.broadcast_to(np.asarray(vif, dtype=np.float64), (runs,))
     v = np.where(np.isnan(v), 1.0, v)
     m = np.maximum(np.floor(n / v), 1).astype(np.int64)
-    trusted = (m >= MIN_EFFECTIVE) | (m >= n / 2)
+    trusted = clustering_trusted(n, m)
     lower = np.full(runs, -np.inf)
     upper = np.full(runs, np.inf)
     for size in np.unique(m):
@@ -154,8 +154,15 @@ def _linear_quantile(sorted_rows: Array, q: float) -> Array:
     return np.asarray(np.where(np.isinf(b), np.inf, mid), dtype=np.float64)
 
 
+def clustering_trusted(n: int, n_eff: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """Whether an estimate of the clustering can be trusted: at least ``MIN_EFFECTIVE``
+    effective samples, or at least half the run (mild clustering)."""
+    m = np.asarray(n_eff, dtype=np.float64)
+    return np.asarray((m >= MIN_EFFECTIVE) | (m >= n / 2), dtype=np.bool_)
+
+
 def _dependence_note(n: int, n_eff: float) -> str:
-    if n_eff >= MIN_EFFECTIVE or n_eff >= n / 2:
+    if clustering_trusted(n, n_eff):
         return ""
     return (
         f"requests are so clustered that {n} of them count as {n_eff:.0f} independent ones "

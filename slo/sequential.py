@@ -25,6 +25,12 @@ twice its nominal rate, so the sequence is designed at half the budget
 (``DEPENDENCE_SHARE``): within 5% per side on clustered traffic, 1.25% on independent requests.
 tests/unit/test_simulation.py checks it on correlated and queue-like data.
 
+Strong clustering: an early look stops the run only where its clustering estimate is trusted
+(``slo.intervals.clustering_trusted``: at least 100 effective samples, or half the look). On
+fewer, the estimate runs low and the look's interval too narrow: with AR(1) rho 0.9 traffic and
+the p50 on the threshold, early FAILs were false 7.9% of the time (2000 runs); with the rule,
+0.95%. The last look decides as a fixed-N run does.
+
 Warm-up: early looks judge the start of a run, where a queue has not reached its steady state
 (its p99 reads low); each look goes through ``slo.verdict.judge``, so MSER-5 truncation and the
 drift check apply at every look (a look that is not steady cannot PASS).
@@ -52,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
+from slo.intervals import clustering_trusted
 from slo.quantile import _ranks
 from slo.records import RequestRecord
 from slo.scenario import Objective
@@ -239,11 +246,19 @@ def check(
         if early_decidable(obj)
     )
     early = list(verdicts)
-    all_decided = bool(early) and all(v.outcome in (Outcome.PASS, Outcome.FAIL) for v in early)
+    final = n == rule.total_requests
+    all_decided = bool(early) and all(_settles(v, final) for v in early)
     complete = len(early) == len(objectives) or any(v.outcome is Outcome.FAIL for v in early)
-    return LookResult(
-        n=n, final=n == rule.total_requests, verdicts=verdicts, decided=all_decided and complete
-    )
+    return LookResult(n=n, final=final, verdicts=verdicts, decided=all_decided and complete)
+
+
+def _settles(v: Verdict, final: bool) -> bool:
+    """A PASS or FAIL stops the run, but before the last look only where the clustering
+    estimate is trusted: early looks on strongly clustered traffic underestimate it, and a FAIL
+    on it was false 7.9% of the time (AR(1) rho 0.9, p50 at the threshold, 2000 runs)."""
+    if v.outcome not in (Outcome.PASS, Outcome.FAIL):
+        return False
+    return final or v.n_eff is None or bool(clustering_trusted(v.n, v.n_eff))
 
 
 def decided(

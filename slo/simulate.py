@@ -141,34 +141,45 @@ PASS, FAIL, INCONCLUSIVE = 1, -1, 0
 def judge_quantile_runs(
     x: npt.ArrayLike, q: float, confidence: float, threshold: float = 1.0
 ) -> npt.NDArray[np.int64]:
+    """The verdict of "pQ <= threshold" for each run (``judge_quantile_runs_trusted``)."""
+    return judge_quantile_runs_trusted(x, q, confidence, threshold)[0]
+
+
+def judge_quantile_runs_trusted(
+    x: npt.ArrayLike, q: float, confidence: float, threshold: float = 1.0
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """The verdict of "pQ <= threshold" for each run (row, send order), as slo.verdict.judge
     reaches it: MSER-5 warm-up truncation, the dependence-aware interval, and the steadiness
     check that turns a PASS of a drifting or unsettled run into INCONCLUSIVE. Vectorised: rows
     are grouped by their truncation point. tests/unit/test_simulation.py checks it agrees with
-    ``judge`` run by run."""
+    ``judge`` run by run. Also whether each run's clustering estimate is trusted
+    (``slo.intervals.clustering_trusted``), which an early look of the stop rule needs."""
     # Imported here: slo.simulate is a test aid; the verdict code does not depend on it.
-    from slo.intervals import quantile_bounds
+    from slo.intervals import clustering_trusted, quantile_bounds
     from slo.steady import drift, mser5
 
     a = np.atleast_2d(np.asarray(x, dtype=np.float64))
     out = np.zeros(a.shape[0], dtype=np.int64)
+    trusted = np.ones(a.shape[0], dtype=np.bool_)
     cut, settled = mser5(a)
     for c in np.unique(cut):
         rows = np.flatnonzero(cut == c)
         rest = a[rows, int(c) :]
-        lo, _, hi, _ = quantile_bounds(rest, q, confidence, threshold)
+        lo, _, hi, n_eff = quantile_bounds(rest, q, confidence, threshold)
+        trusted[rows] = clustering_trusted(rest.shape[1], n_eff)
         # A drifting run PASSes only if the interval clears the threshold at the drifted level.
         scale = 1 + np.abs(np.nan_to_num(drift(rest), nan=0.0))
         passes = (hi <= threshold) & (hi * scale <= threshold) & settled[rows]
         out[rows] = np.where(lo > threshold, FAIL, np.where(passes, PASS, 0))
-    return out
+    return out, trusted
 
 
 def judge_sequentially(
     x: npt.ArrayLike, q: float, looks: tuple[int, ...], look_confidence: float
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(verdict, requests used) per run under a stop rule's looks: the first look where the
-    verdict is PASS or FAIL, else the last look's verdict (as slo.sequential runs it)."""
+    verdict is PASS or FAIL on a trusted clustering estimate, else the last look's verdict (as
+    slo.sequential runs it)."""
     a = np.atleast_2d(np.asarray(x, dtype=np.float64))
     runs = a.shape[0]
     verdict = np.zeros(runs, dtype=np.int64)
@@ -178,9 +189,9 @@ def judge_sequentially(
         rows = np.flatnonzero(open_)
         if rows.size == 0:
             break
-        v = judge_quantile_runs(a[rows, :n], q, look_confidence)
+        v, trusted = judge_quantile_runs_trusted(a[rows, :n], q, look_confidence)
         verdict[rows] = v
-        done = (v != INCONCLUSIVE) | (n == looks[-1])
+        done = ((v != INCONCLUSIVE) & trusted) | (n == looks[-1])
         used[rows[done]] = n
         open_[rows[done]] = False
     return verdict, used

@@ -281,3 +281,20 @@ def test_run_level_objectives_are_not_judged_at_a_look() -> None:
     assert [v.objective.metric for v in result.verdicts] == ["ttft"]
     assert result.decided and result.stop  # the ttft FAIL settles the scenario
     assert should_stop(records, objectives, rule, "p")
+
+
+def test_an_early_look_on_untrusted_clustering_does_not_stop() -> None:
+    # Waves of 10 near-identical requests, all far over the threshold: the look FAILs, but 200
+    # such requests count as a few dozen independent ones, too few to trust the estimate of
+    # the clustering; only the last look may end the run on it.
+    rng = np.random.default_rng(9)
+    levels = np.repeat(rng.lognormal(np.log(400), 0.3, 40), 10) * rng.lognormal(0, 0.02, 400)
+    records = [rec(i, float(ms)) for i, ms in enumerate(levels)]
+    rule = StopRule(looks=(200, 400), look_confidence=0.99)
+    p50 = obj("ttft p50", "<= 100ms")
+    early = check([p50], records[:200], rule, "p")
+    assert early.verdicts[0].outcome is Outcome.FAIL
+    assert early.verdicts[0].n_eff is not None and early.verdicts[0].n_eff < 100
+    assert not early.decided and not early.stop
+    last = check([p50], records, rule, "p")
+    assert last.verdicts[0].outcome is Outcome.FAIL and last.decided

@@ -103,15 +103,25 @@ def test_drift_through_the_run_prevents_a_pass_that_would_not_hold_at_its_end() 
     assert np.mean(judge_quantile_runs(mild, 0.5, CONFIDENCE) == PASS) > 0.95
 
 
-@pytest.mark.parametrize("model", [iid(0.39), ar1(0.5), queue(0.5)], ids=lambda m: m.name)
-def test_sequential_looks_keep_the_level(model: TrafficModel) -> None:
+SEQUENTIAL_RUNS = 1500
+"""More runs than the fixed-N cases: with 800, three standard errors let a true 7% pass."""
+
+
+@pytest.mark.parametrize(
+    ("model", "q"),
+    [(m, q) for m in (iid(0.39), ar1(0.5), ar1(0.9), queue(0.5), queue(0.8)) for q in (0.5, 0.9)],
+    ids=lambda v: getattr(v, "name", f"p{v}"),
+)
+def test_sequential_looks_keep_the_level(model: TrafficModel, q: float) -> None:
+    # Strong clustering (AR(1) rho 0.9) is where early looks go wrong: before a look counted
+    # only where the clustering estimate is trusted, p50 FAILed falsely 7.9% of the time.
     rng = np.random.default_rng(606)
-    rule = StopRule.for_workload(N, CONFIDENCE, quantiles=(0.9,))
-    x = model.sample(rng, RUNS, N, 0.9)
-    v, _ = judge_sequentially(x, 0.9, rule.looks, rule.look_confidence)
+    rule = StopRule.for_workload(N, CONFIDENCE, quantiles=(q,))
+    x = model.sample(rng, SEQUENTIAL_RUNS, N, q)
+    v, _ = judge_sequentially(x, q, rule.looks, rule.look_confidence)
     level = 0.0125 if model.name.startswith("iid") else 0.05
-    assert np.mean(v == PASS) <= _bound(level)
-    assert np.mean(v == FAIL) <= _bound(level)
+    assert np.mean(v == PASS) <= _bound(level, SEQUENTIAL_RUNS)
+    assert np.mean(v == FAIL) <= _bound(level, SEQUENTIAL_RUNS)
 
 
 def test_sequential_stops_early_on_a_clear_case() -> None:
