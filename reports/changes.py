@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from reports.page import Block, Figure, Paragraph, Section, Table
 from reports.run_folder import JunitCase, RunFolder
 from slo.errors import UnitError
 from slo.units import dimension_of, format_quantity
@@ -190,35 +191,15 @@ NOTE = (
 )
 
 
-def html(run: RunFolder) -> str:
+def section(run: RunFolder) -> Section | None:
+    """The sign-off's "What changed" section; None where the run compared nothing."""
     changes = rows(run)
     if not changes:
-        return ""
-    head = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-        for row in table_rows(changes)
-    )
-    costs = "".join(f"<p class='note'>{escape(line)}</p>" for line in cost_lines(run))
-    return (
-        "<section id='what-changed'><h2>What changed</h2>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        f"{forest_svg(changes)}<p class='note'>{escape(NOTE)}</p>{costs}</section>"
-    )
-
-
-def markdown(run: RunFolder) -> list[str]:
-    changes = rows(run)
-    if not changes:
-        return []
-
-    def md(v: object) -> str:
-        return " ".join(str(v).split()).replace("|", "\\|")
-
-    lines = ["## What changed", ""]
-    lines.append("| " + " | ".join(HEAD) + " |")
-    lines.append("|" + "---|" * len(HEAD))
-    lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in table_rows(changes)]
-    lines += ["", NOTE, ""]
-    lines += [f"- {md(line)}" for line in cost_lines(run)]
-    return [*lines, ""]
+        return None
+    blocks: list[Block] = [Table(tuple(HEAD), tuple(tuple(r) for r in table_rows(changes)))]
+    if forest := forest_svg(changes):
+        blocks.append(Figure("Candidate/baseline ratios", svg=forest))
+    blocks.append(Paragraph.of(NOTE, "note"))
+    if costs := cost_lines(run):
+        blocks.append(Paragraph(tuple(costs), "note"))
+    return Section("what-changed", "What changed", tuple(blocks))

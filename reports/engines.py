@@ -19,12 +19,14 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from reports import page_markdown
 from reports.files import write_json
+from reports.page import Bullets, Paragraph, Section, Table
 from reports.run_folder import RunFolder, ScenarioRun, VerdictRow, load_run
+from reports.signoff_format import fmt
 from slo.errors import SuiteError
 
 FILE = "engines.json"
@@ -115,8 +117,6 @@ def _cell(v: VerdictRow) -> dict[str, Any]:
 
 
 def _value(x: float, metric: str) -> str:
-    from reports.signoff import fmt
-
     return fmt(x, metric)
 
 
@@ -157,39 +157,20 @@ NOTE = (
 )
 
 
-def markdown(data: Mapping[str, Any]) -> str:
+def section(data: Mapping[str, Any]) -> Section:
+    """The side-by-side table as a report section (in the sign-off, and alone in engines.md)."""
     head, rows = table(data)
-    lines = ["## Engines side by side", "", *(f"- {x}" for x in _legend(data)), ""]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join([*lines, "", NOTE, ""])
-
-
-def html(data: Mapping[str, Any]) -> str:
-    head, rows = table(data)
-    legend = "".join(f"<li>{escape(x)}</li>" for x in _legend(data))
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return (
-        "<section id='engines'><h2>Engines side by side</h2>"
-        f"<ul>{legend}</ul><table><thead><tr>"
-        + "".join(f"<th>{escape(h)}</th>" for h in head)
-        + f"</tr></thead><tbody>{body}</tbody></table><p class='note'>{escape(NOTE)}</p></section>"
+    blocks = (
+        Bullets(tuple(_legend(data))),
+        Table(tuple(head), tuple(tuple(r) for r in rows)),
+        Paragraph.of(NOTE, "note"),
     )
+    return Section("engines", "Engines side by side", blocks)
 
 
 def no_figures(server: Mapping[str, Any]) -> str:
     """Why a scenario's run has no server figures (summary.json's ``server``); empty if it has."""
     return str(server.get("server_figures") or "")
-
-
-def no_figures_html(server: Mapping[str, Any]) -> str:
-    why = no_figures(server)
-    if not why:
-        return ""
-    return (
-        "<figure><h3>Server figures</h3><p class='note'>"
-        f"{escape(no_figures_text(why))}</p></figure>"
-    )
 
 
 def no_figures_text(why: str) -> str:
@@ -210,11 +191,6 @@ def engine_lines(server: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def engines_html(run_dir: Path) -> str:
-    data = stored(run_dir)
-    return "" if data is None else html(data)
-
-
 def stored(run_dir: Path) -> Mapping[str, Any] | None:
     """The comparison kept in a run folder, if one was made there."""
     try:
@@ -229,7 +205,7 @@ def write(run_a: Path, run_b: Path, out: Path | None = None) -> list[Path]:
     folder = out or run_a
     write_json(folder / FILE, data)
     md = folder / "engines.md"
-    md.write_text(markdown(data))
+    md.write_text("\n".join(page_markdown.section(section(data))))
     written = [folder / FILE, md]
     if folder == run_a:
         from reports.signoff import write_signoff

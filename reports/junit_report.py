@@ -17,7 +17,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from reports.files import RunEnding, read_ending, write_atomic
 from reports.run_folder import JunitCase, RunFolder, VerdictRow, load_run
-from reports.signoff import fmt, threshold, verdict_ci
+from reports.signoff_format import fmt, threshold, verdict_ci
 from slo.verdict import Outcome
 
 InconclusiveAs = Literal["failure", "skipped"]

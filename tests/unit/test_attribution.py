@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from reports.analysis import TtftComparison, find_stalls, server_series
 from reports.run_folder import ScenarioRun
-from reports.signoff import declared_note, difference_text, stalls_text
+from reports.signoff_format import declared_note, difference_text, stalls_text
 
 
 def _series(rows: list[dict[str, float]], **server: object) -> ScenarioRun:

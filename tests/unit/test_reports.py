@@ -29,13 +29,8 @@ from reports.charts import nice_ticks
 from reports.files import write_json, write_jsonl
 from reports.junit_report import junit_xml, write_junit
 from reports.run_folder import JunitCase, ScenarioRun, load_run, read_junit, verdicts_from_junit
-from reports.signoff import (
-    build_report,
-    render_html,
-    render_markdown,
-    scenario_marker,
-    write_signoff,
-)
+from reports.signoff import build_report, render_html, render_markdown, write_signoff
+from reports.signoff_format import scenario_marker
 from slo.errors import SuiteError
 from slo.records import RequestRecord, to_row
 from slo.verdict import Outcome
