@@ -17,12 +17,13 @@ from slo.intervals import quantile_interval
 from slo.records import RequestRecord
 from slo.stats import RunSummary, safe_percentile, summarize
 from slo.verdict import Outcome
+from slo.vocabulary import PER_REQUEST_METRICS, POOLED_METRICS
 
 PERCENTILES = (50, 90, 99)
-METRICS = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+METRICS = PER_REQUEST_METRICS
 # Pooled inter-token gaps of one request are correlated, so an order-statistics interval that
 # assumes independent samples would be too narrow: ITL gets no interval.
-NO_INTERVAL = frozenset({"itl"})
+NO_INTERVAL = POOLED_METRICS
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from slo.regression import Machine, machine_of, point_estimate
 from slo.scenario import Objective, objective_name
 from slo.stats import RunSummary, summarize
 from slo.verdict import evaluate
+from slo.vocabulary import PER_REQUEST_METRICS
 
-PER_REQUEST = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+PER_REQUEST = PER_REQUEST_METRICS
 
 
 @dataclass(frozen=True)

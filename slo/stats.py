@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from slo.quantile import percentile
 from slo.records import RequestRecord
+from slo.vocabulary import AGGREGATE_METRICS, PER_REQUEST_METRICS
 
 INF = math.inf
 
@@ -70,13 +71,13 @@ class RunSummary:
         return self.output_tokens / self.window_s if self.window_s > 0 else 0.0
 
     def samples(self, metric: str) -> tuple[float, ...]:
-        if metric not in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+        if metric not in PER_REQUEST_METRICS:
             raise KeyError(metric)
         values: tuple[float, ...] = getattr(self, metric)
         return values
 
     def aggregate(self, metric: str) -> float:
-        if metric not in ("request_throughput", "output_throughput", "error_rate", "goodput"):
+        if metric not in AGGREGATE_METRICS:
             raise KeyError(metric)
         value: float | None = getattr(self, metric)
         if value is None:
@@ -98,7 +99,7 @@ class RunSummary:
             "output_tokens": self.output_tokens,
             "goodput": self.goodput,
         }
-        for metric in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+        for metric in PER_REQUEST_METRICS:
             values = self.samples(metric)
             d[metric] = describe(values)
         return d
