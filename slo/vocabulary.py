@@ -61,6 +61,29 @@ METRIC_DEFS: tuple[MetricDef, ...] = (
         goodput_bound=True,
     ),
     MetricDef(
+        "ttft_chunk",
+        _TIME,
+        True,
+        True,
+        "request sent -> first chunk with a choice, whatever it carries (the chat role-only "
+        "chunk, an empty delta): vLLM bench serve's TTFT",
+    ),
+    MetricDef(
+        "ttft_content",
+        _TIME,
+        True,
+        True,
+        "request sent -> first chunk with answer text (content, not reasoning or a tool call): "
+        "what a user of a reasoning model sees first; requests without answer text left out",
+    ),
+    MetricDef(
+        "ttft_tool",
+        _TIME,
+        True,
+        True,
+        "request sent -> first tool-call delta; requests that called no tool left out",
+    ),
+    MetricDef(
         "tpot",
         _TIME,
         True,
@@ -75,6 +98,13 @@ METRIC_DEFS: tuple[MetricDef, ...] = (
         True,
         "gaps between consecutive chunks carrying generated output, pooled over requests",
         pooled=True,
+    ),
+    MetricDef(
+        "max_itl",
+        _TIME,
+        True,
+        True,
+        "the longest gap between consecutive chunks of one request: its worst stall",
     ),
     MetricDef(
         "e2e",
