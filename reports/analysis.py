@@ -17,12 +17,13 @@ from slo.intervals import quantile_interval
 from slo.records import RequestRecord
 from slo.stats import RunSummary, safe_percentile, summarize
 from slo.verdict import Outcome
+from slo.vocabulary import PER_REQUEST_METRICS, POOLED_METRICS
 
 PERCENTILES = (50, 90, 99)
-METRICS = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+METRICS = PER_REQUEST_METRICS
 # Pooled inter-token gaps of one request are correlated, so an order-statistics interval that
 # assumes independent samples would be too narrow: ITL gets no interval.
-NO_INTERVAL = frozenset({"itl"})
+NO_INTERVAL = POOLED_METRICS
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,24 @@ def _mean(h: ServerHistogram | None) -> float | None:
     return None if h is None else h.mean
 
 
+def client_ttft(records: Sequence[RequestRecord]) -> tuple[list[float], list[str]]:
+    """The client's TTFT like-for-like with vLLM's histogram (sorted), and a note where it is
+    not: vLLM times its first output token, whether or not it decodes to text, and sends a
+    chunk for it (the chat role chunk comes with it), so the first chunk is the peer of its
+    figure (``ttft_chunk``, docs/metrics.md). Runs stored before the first chunk was kept
+    fall back to ``ttft`` (first generated text), which can run later."""
+    measured = [r for r in records if not r.warmup and r.ok]
+    chunk = [r.ttft_chunk_s for r in measured]
+    if measured and all(v is not None for v in chunk):
+        return sorted(v for v in chunk if v is not None), []
+    text = sorted(r.ttft_s for r in measured if r.ttft_s is not None)
+    note = (
+        "client TTFT is to the first chunk with text (this run did not record the first "
+        "chunk): it can run above vLLM's, which stops at the first token even if it is no text"
+    )
+    return text, [note] if text else []
+
+
 def decomposition(scenario: ScenarioRun) -> Decomposition | None:
     """Mean client TTFT split into vLLM's queue and prefill time and the rest, from the
     histograms vLLM kept over the measured requests. None when the run has no histograms."""
@@ -266,13 +285,10 @@ def decomposition(scenario: ScenarioRun) -> Decomposition | None:
     ttft_h, queue_h, prefill_h = m.get(TTFT_HIST), m.get(QUEUE_HIST), m.get(PREFILL_HIST)
     if ttft_h is None and (queue_h is None or prefill_h is None):
         return None
-    client = sorted(
-        r.ttft_s for r in scenario.records if not r.warmup and r.ok and r.ttft_s is not None
-    )
+    client, notes = client_ttft(scenario.records)
     if not client:
         return None
     client_mean = sum(client) / len(client)
-    notes: list[str] = []
     comps: list[Component] = []
     queue, prefill, server_ttft = _mean(queue_h), _mean(prefill_h), _mean(ttft_h)
     accounted = 0.0

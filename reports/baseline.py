@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,11 @@ from reports.run_folder import RunFolder, load_run
 from slo.errors import BaselineError, SuiteError
 from slo.regression import Machine, machine_of, point_estimate
 from slo.scenario import Objective, objective_name
-from slo.stats import RunSummary, summarize
+from slo.stats import samples_only, summarize
 from slo.verdict import evaluate
+from slo.vocabulary import PER_REQUEST_METRICS
 
-PER_REQUEST = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+PER_REQUEST = PER_REQUEST_METRICS
 
 
 @dataclass(frozen=True)
@@ -67,22 +68,7 @@ class Baseline:
         values = self.samples.get((scenario, objective.metric, objective.request_class))
         if not values:
             return None
-        n_ok = sum(1 for v in values if math.isfinite(v))
-        summary = RunSummary(
-            request_class=objective.request_class,
-            n=len(values),
-            n_ok=n_ok,
-            errors_by_kind={},
-            window_s=0.0,
-            ttft=(),
-            tpot=(),
-            e2e=(),
-            itl=(),
-            schedule_lag=(),
-            output_tokens=0,
-        )
-        fields: dict[str, Any] = {objective.metric: tuple(values)}
-        summary = replace(summary, **fields)
+        summary = samples_only(objective.metric, tuple(values), objective.request_class)
         v = evaluate(objective, summary, confidence=confidence, profile=profile)
         return v.lower, v.estimate, v.upper, v.confidence
 

@@ -27,6 +27,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from reports.files import write_atomic
 from slo.errors import SuiteError, UnitError
 from slo.units import Dimension, dimension_of
+from slo.vocabulary import PER_REQUEST_METRICS
 
 METRICS_FILE = "metrics.openmetrics.txt"
 JOB = "vllm_slo_suite"
@@ -41,7 +42,7 @@ RUN_LABELS = ("run_id", "suite_commit", "profile", "vllm_version", "model")
 VERDICT_LABELS = (*RUN_LABELS, "scenario", "objective", "test")
 SCENARIO_LABELS = (*RUN_LABELS, "scenario", "variant")
 # summary.json's per-request distributions, all in seconds.
-PER_REQUEST = ("ttft", "tpot", "itl", "e2e", "schedule_lag")
+PER_REQUEST = PER_REQUEST_METRICS
 
 
 # Typed here: prometheus_client leaves these unannotated.

@@ -26,6 +26,7 @@ from slo.intervals import MIN_EFFECTIVE, Interval
 from slo.quantile import _ranks
 from slo.scenario import Objective
 from slo.stats import RunSummary
+from slo.vocabulary import POOLED_METRICS
 
 POWER = 0.9
 LIMIT = 10_000_000
@@ -115,7 +116,7 @@ def inconclusive_note(
         + (f" (effective n={iv.n_eff:.0f} of {iv.n})" if iv.n_eff < iv.n else "")
     )
     q = objective.quantile
-    if q is None or objective.metric == "itl" or iv.n == 0:
+    if q is None or objective.metric in POOLED_METRICS or iv.n == 0:
         return base + ": more requests would decide it"
     values = np.asarray(summary.samples(objective.metric), dtype=np.float64)
     p_over = float(np.mean(values > objective.threshold))

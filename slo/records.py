@@ -23,7 +23,8 @@ class RequestRecord:
     sent_ns: int
     """When the request was sent: handed, built, to the HTTP transport."""
     first_text_ns: int | None
-    """First streamed chunk that carries generated text (not the role-only chunk)."""
+    """First streamed chunk that carries generated output: content, reasoning or a tool-call
+    delta (not the role-only chunk, not an empty one). Where ``ttft`` ends."""
     end_ns: int | None
     """Last chunk received (stream closed): after the usage chunk and [DONE]."""
     chunk_ns: tuple[int, ...] = field(default=(), repr=False)
@@ -42,6 +43,14 @@ class RequestRecord:
     response_id: str | None = None
     """The id the server gave the response (its chunks' ``id``): the key to this request in the
     server's logs and traces."""
+    first_chunk_ns: int | None = None
+    """First chunk with a choice, whatever it carries (the chat role-only chunk, an empty
+    delta): vLLM bench serve's TTFT. None in runs stored before it was kept."""
+    first_content_ns: int | None = None
+    """First chunk with answer text (``delta.content``; a completion's ``text``): what a user
+    of a reasoning model sees first. None when the answer had no text."""
+    first_tool_ns: int | None = None
+    """First chunk with a ``tool_calls`` delta. None when the model called no tool."""
 
     @property
     def ok(self) -> bool:
@@ -52,6 +61,29 @@ class RequestRecord:
         if self.first_text_ns is None:
             return None
         return (self.first_text_ns - self.sent_ns) / 1e9
+
+    def _since_sent(self, t: int | None) -> float | None:
+        """Seconds from the send to ``t``, for a request that succeeded."""
+        return None if t is None or not self.ok else (t - self.sent_ns) / 1e9
+
+    @property
+    def ttft_chunk_s(self) -> float | None:
+        return self._since_sent(self.first_chunk_ns)
+
+    @property
+    def ttft_content_s(self) -> float | None:
+        return self._since_sent(self.first_content_ns)
+
+    @property
+    def ttft_tool_s(self) -> float | None:
+        return self._since_sent(self.first_tool_ns)
+
+    @property
+    def max_itl_s(self) -> float | None:
+        """The longest gap between tokens of this request: its worst stall. None with fewer
+        than two chunks (no gap)."""
+        gaps = self.itl_s
+        return max(gaps) if gaps and self.ok else None
 
     @property
     def last_text_ns(self) -> int | None:
@@ -109,6 +141,9 @@ def to_row(r: RequestRecord, t0_ns: int) -> dict[str, Any]:
         "max_tokens": r.max_tokens,
         "instance": r.instance,
         "response_id": r.response_id,
+        "first_chunk_ns": rel(r.first_chunk_ns),
+        "first_content_ns": rel(r.first_content_ns),
+        "first_tool_ns": rel(r.first_tool_ns),
         # Derived, for people reading the file; ignored when it is read back.
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
@@ -163,6 +198,8 @@ def from_row(row: object) -> RequestRecord:
         instance=get("instance", str, False) if "instance" in row else "",
         # Absent in runs stored before the response id was kept.
         response_id=get("response_id", str, True) if "response_id" in row else None,
+        # Absent in runs stored before the TTFT family was recorded: unknown, not zero.
+        **{k: get(k, int, True) if k in row else None for k in _FIRST_KEYS},
     )
 
 
@@ -181,6 +218,7 @@ _ROW_KEYS = (
     "output_tokens",
     "max_tokens",
 )
+_FIRST_KEYS = ("first_chunk_ns", "first_content_ns", "first_tool_ns")
 _KIND_NAMES: dict[type, str] = {
     int: "an integer",
     str: "a string",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from slo.quantile import percentile
 from slo.records import RequestRecord
+from slo.vocabulary import AGGREGATE_METRICS, PER_REQUEST_METRICS
 
 INF = math.inf
 
@@ -29,10 +30,14 @@ class RunSummary:
     window_s: float
     """First send to last response of the measured requests."""
     ttft: tuple[float, ...]
+    ttft_chunk: tuple[float, ...]
+    ttft_content: tuple[float, ...]
+    ttft_tool: tuple[float, ...]
     tpot: tuple[float, ...]
     e2e: tuple[float, ...]
     itl: tuple[float, ...]
     schedule_lag: tuple[float, ...]
+    max_itl: tuple[float, ...]
     output_tokens: int
     n_good: int | None = None
     """Requests that met every per-request goodput bound; None when no bounds were given."""
@@ -70,13 +75,13 @@ class RunSummary:
         return self.output_tokens / self.window_s if self.window_s > 0 else 0.0
 
     def samples(self, metric: str) -> tuple[float, ...]:
-        if metric not in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+        if metric not in PER_REQUEST_METRICS:
             raise KeyError(metric)
         values: tuple[float, ...] = getattr(self, metric)
         return values
 
     def aggregate(self, metric: str) -> float:
-        if metric not in ("request_throughput", "output_throughput", "error_rate", "goodput"):
+        if metric not in AGGREGATE_METRICS:
             raise KeyError(metric)
         value: float | None = getattr(self, metric)
         if value is None:
@@ -98,10 +103,30 @@ class RunSummary:
             "output_tokens": self.output_tokens,
             "goodput": self.goodput,
         }
-        for metric in ("ttft", "tpot", "e2e", "itl", "schedule_lag"):
+        for metric in PER_REQUEST_METRICS:
             values = self.samples(metric)
             d[metric] = describe(values)
         return d
+
+
+def samples_only(
+    metric: str, values: tuple[float, ...], request_class: str | None = None
+) -> RunSummary:
+    """A summary holding one per-request metric's samples (failed requests: +inf) and nothing
+    else: to judge an objective on stored samples."""
+    if metric not in PER_REQUEST_METRICS:
+        raise KeyError(metric)
+    empty: dict[str, tuple[float, ...]] = {m: () for m in PER_REQUEST_METRICS}
+    empty[metric] = values
+    return RunSummary(
+        request_class=request_class,
+        n=len(values),
+        n_ok=sum(1 for v in values if math.isfinite(v)),
+        errors_by_kind={},
+        window_s=0.0,
+        output_tokens=0,
+        **empty,  # type: ignore[arg-type]
+    )
 
 
 def describe(values: Sequence[float]) -> dict[str, float | int]:
@@ -150,14 +175,10 @@ def summarize(
         window_s = 0.0
 
     def per_request(attr: str) -> tuple[float, ...]:
-        out = []
-        for r in measured:
-            v = getattr(r, attr)
-            if v is not None:
-                out.append(v)
-            elif not r.ok:
-                out.append(INF)
-        return tuple(out)
+        """A value per request; a failed request's is +inf, a succeeded one without a value
+        (a one-token TPOT, no tool call) is left out."""
+        values = (INF if not r.ok else getattr(r, attr) for r in measured)
+        return tuple(v for v in values if v is not None)
 
     good: tuple[bool, ...] = ()
     if goodput_limits is not None:
@@ -175,11 +196,15 @@ def summarize(
         n_ok=len(ok),
         errors_by_kind=dict(errors),
         window_s=window_s,
-        ttft=tuple(r.ttft_s if r.ok and r.ttft_s is not None else INF for r in measured),
+        ttft=per_request("ttft_s"),
+        ttft_chunk=per_request("ttft_chunk_s"),
+        ttft_content=per_request("ttft_content_s"),
+        ttft_tool=per_request("ttft_tool_s"),
         tpot=per_request("tpot_s"),
-        e2e=tuple(r.e2e_s if r.e2e_s is not None else INF for r in measured),
+        e2e=per_request("e2e_s"),
         itl=tuple(g for r in ok for g in r.itl_s),
         schedule_lag=tuple(r.schedule_lag_s for r in measured),
+        max_itl=per_request("max_itl_s"),
         output_tokens=sum(r.output_tokens or 0 for r in ok),
         n_good=sum(good) if goodput_limits is not None else None,
         failed=tuple(not r.ok for r in measured),

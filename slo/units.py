@@ -6,23 +6,12 @@ is the most common way a TTFT SLO ends up off by a factor of 1000.
 
 from __future__ import annotations
 
-import enum
 import math
 import re
-from collections.abc import Mapping
-from types import MappingProxyType
 
 from slo.errors import UnitError
-
-
-class Dimension(enum.Enum):
-    """What a quantity measures. The value is the canonical unit that parsing returns."""
-
-    TIME = "s"
-    TOKEN_RATE = "tok/s"
-    REQUEST_RATE = "req/s"
-    RATIO = "fraction"
-
+from slo.vocabulary import METRIC_DIMENSIONS as METRIC_DIMENSIONS
+from slo.vocabulary import Dimension as Dimension
 
 # Unit spellings (lower case, inner whitespace removed) -> factor to the canonical unit.
 # Both the micro sign (U+00B5) and the Greek mu (U+03BC) are accepted: keyboards differ.
@@ -101,21 +90,6 @@ _QUANTITY_RE = re.compile(
 )
 _SPACE_RE = re.compile(r"\s+")
 
-METRIC_DIMENSIONS: Mapping[str, Dimension] = MappingProxyType(
-    {
-        "ttft": Dimension.TIME,
-        "tpot": Dimension.TIME,
-        "itl": Dimension.TIME,
-        "e2e": Dimension.TIME,
-        "schedule_lag": Dimension.TIME,
-        "output_throughput": Dimension.TOKEN_RATE,
-        "request_throughput": Dimension.REQUEST_RATE,
-        "goodput": Dimension.REQUEST_RATE,
-        "error_rate": Dimension.RATIO,
-    }
-)
-"""Metric name -> the dimension its thresholds and values are in."""
-
 
 def _unit_dimension(unit: str) -> Dimension | None:
     for dimension, units in _UNITS.items():
@@ -136,31 +110,34 @@ def parse_quantity(text: str, dimension: Dimension, *, what: str = "threshold") 
     shown = f'{what} "{text}"'
     stripped = text.strip()
     if not stripped:
-        raise UnitError(f'{shown} is empty: {rule} (write e.g. "{_example(dimension, "1")}")')
+        raise UnitError(
+            f'{shown} is empty: {rule} (write e.g. "{example_quantity(dimension, "1")}")'
+        )
     match = _QUANTITY_RE.fullmatch(stripped)
     if match is None:
         raise UnitError(
             f"{shown} does not start with a number: {rule} "
-            f'(write e.g. "{_example(dimension, "1")}")'
+            f'(write e.g. "{example_quantity(dimension, "1")}")'
         )
     number_text = match["number"]
     value = float(number_text)
     if not math.isfinite(value):
         raise UnitError(
-            f'{shown} is not a finite number: {rule} (write e.g. "{_example(dimension, "1")}")'
+            f"{shown} is not a finite number: {rule} (write e.g. "
+            f'"{example_quantity(dimension, "1")}")'
         )
     if value < 0:
         positive = number_text.lstrip("+-")
         raise UnitError(
             f"{shown} is negative: {_NOUN[dimension]} must be >= 0 "
-            f'(write e.g. "{_example(dimension, positive)}")'
+            f'(write e.g. "{example_quantity(dimension, positive)}")'
         )
     unit = _SPACE_RE.sub("", match["unit"]).lower()
 
     if not unit:
         if dimension is not Dimension.RATIO:
             raise UnitError(
-                f'{shown} has no unit: {rule} (write "{_example(dimension, number_text)}")'
+                f'{shown} has no unit: {rule} (write "{example_quantity(dimension, number_text)}")'
             )
         if value > 1:
             raise UnitError(
@@ -175,11 +152,11 @@ def parse_quantity(text: str, dimension: Dimension, *, what: str = "threshold") 
         if other is not None:
             raise UnitError(
                 f'{shown} has unit "{unit}", which is {_NOUN[other]}, not {_NOUN[dimension]}: '
-                f'{rule} (write e.g. "{_example(dimension, number_text)}")'
+                f'{rule} (write e.g. "{example_quantity(dimension, number_text)}")'
             )
         raise UnitError(
             f'{shown} has unknown unit "{unit}": {rule} '
-            f'(write e.g. "{_example(dimension, number_text)}")'
+            f'(write e.g. "{example_quantity(dimension, number_text)}")'
         )
     result = value * factor + 0.0
     if not math.isfinite(result):
@@ -198,11 +175,13 @@ def _as_text(text: object, dimension: Dimension, what: str) -> str:
         # A YAML `ttft: 800` arrives as a number; report it like the string "800".
         return repr(text)
     raise UnitError(
-        f'{what} {text!r} is not text: {_RULE[dimension]} (write e.g. "{_example(dimension, "1")}")'
+        f"{what} {text!r} is not text: {_RULE[dimension]} "
+        f'(write e.g. "{example_quantity(dimension, "1")}")'
     )
 
 
-def _example(dimension: Dimension, number: str) -> str:
+def example_quantity(dimension: Dimension, number: str) -> str:
+    """``number`` with the unit an error message suggests for ``dimension``: ``"450ms"``."""
     return f"{number}{_SUGGESTED_UNIT[dimension]}"
 
 

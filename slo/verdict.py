@@ -42,6 +42,7 @@ from slo.stats import RunSummary, safe_percentile, summarize
 from slo.steady import SteadyState
 from slo.steady import check as steady_check
 from slo.units import Dimension, format_quantity
+from slo.vocabulary import POOLED_METRICS
 
 CLAIM = (
     "Each objective is judged on a two-sided confidence interval that accounts for serial "
@@ -194,7 +195,7 @@ def interval(obj: Objective, s: RunSummary, confidence: float) -> Interval:
         return mean_interval(values, confidence)
     q = obj.quantile
     assert q is not None
-    groups = s.itl_request if obj.metric == "itl" else None
+    groups = s.itl_request if obj.metric in POOLED_METRICS else None
     iv = quantile_interval(values, q, confidence, threshold=obj.threshold, groups=groups)
     # The estimate as the reports show it (+inf kept as a value).
     return replace(iv, estimate=safe_percentile(values, 100 * q)) if values else iv

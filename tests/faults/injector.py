@@ -54,8 +54,8 @@ class Fault:
     """What the server does with one request.
 
     - ``ok``: a complete stream of ``chunks`` text chunks (default: the request's max_tokens).
-    - ``slow``: as ``ok``, waiting ``delay_s`` before each text chunk (the role chunk comes at
-      once, so it must not count as the first token).
+    - ``slow``: as ``ok``, waiting ``delay_s`` before each chunk after the role chunk (which
+      comes at once, so it must not count as the first token).
     - ``cut``: ``chunks`` text chunks, then the connection closes without [DONE] or the end of
       the HTTP body (FIN; RST when ``reset``).
     - ``malformed``: ``chunks`` text chunks, then each of ``lines`` as an event of its own
@@ -65,6 +65,11 @@ class Fault:
     - ``drop``: reads the request, closes the connection without a response.
     - ``raw``: response headers, then ``lines`` verbatim (each followed by a newline), then the
       end of the body; with ``cut_body`` the connection closes instead, as in ``cut``.
+
+    The shape of a chat stream (any streaming mode), in this order after the role chunk:
+    ``empty`` chunks with an empty ``content`` delta (a token that decoded to no text yet),
+    ``reasoning`` chunks of ``reasoning_content``, ``tool_calls`` chunks of one tool call's
+    deltas, then the text chunks. ``stall_s`` is waited once, before text chunk ``stall_at``.
     """
 
     mode: Mode = "ok"
@@ -74,6 +79,11 @@ class Fault:
     lines: tuple[bytes, ...] = ()
     reset: bool = False
     cut_body: bool = False
+    empty: int = 0
+    reasoning: int = 0
+    tool_calls: int = 0
+    stall_at: int | None = None
+    stall_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -256,9 +266,13 @@ class FaultInjector:
         await _sse_head(writer)
         if chat:
             await _event(writer, c.role())
+            for delta in _before_text(f):
+                await _pause(f)
+                await _event(writer, c.delta(delta))
         for i in range(n):
-            if f.mode == "slow":
-                await asyncio.sleep(f.delay_s)
+            await _pause(f)
+            if i == f.stall_at:
+                await asyncio.sleep(f.stall_s)
             await _event(writer, c.text(f" tok{i}"))
         if f.mode == "cut":
             await _close(writer, f.reset)
@@ -295,6 +309,11 @@ class _Chunks:
             delta["content"] = text
         return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
 
+    def delta(self, delta: dict[str, Any]) -> dict[str, Any]:
+        """A chat chunk with this delta as it is (reasoning, a tool call, empty content)."""
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+        return {**self.base, "choices": [choice]}
+
     def role(self) -> dict[str, Any]:
         return {**self.base, "choices": [self._choice("", None, role=True)]}
 
@@ -311,6 +330,24 @@ class _Chunks:
             "total_tokens": prompt_tokens + completion_tokens,
         }
         return {**self.base, "choices": [], "usage": u}
+
+
+def _before_text(f: Fault) -> list[dict[str, Any]]:
+    """The deltas a chat stream sends between its role chunk and its first content."""
+    deltas: list[dict[str, Any]] = [{"content": ""} for _ in range(f.empty)]
+    deltas += [{"reasoning_content": f" think{i}"} for i in range(f.reasoning)]
+    for i in range(f.tool_calls):
+        # The first delta names the call, the rest stream its arguments, as OpenAI does.
+        call: dict[str, Any] = {"index": 0, "function": {"arguments": f'"a{i}"'}}
+        if i == 0:
+            call = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "f"}}
+        deltas.append({"tool_calls": [call]})
+    return deltas
+
+
+async def _pause(f: Fault) -> None:
+    if f.mode == "slow":
+        await asyncio.sleep(f.delay_s)
 
 
 async def _sse_head(writer: asyncio.StreamWriter) -> None:
