@@ -264,12 +264,18 @@ BENCH_MODULE = "def test_b(benchmark):\n    benchmark(lambda: None)\n"
 BENCH_QUICK = ("--benchmark-min-rounds=3", "--benchmark-max-time=0.01")
 
 
+@pytest.fixture
+def outside_xdist(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-benchmark disables itself in an xdist worker, which it tells by this variable."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 def _table_header(result: pytest.RunResult) -> str:
     return next(line for line in result.outlines if line.startswith("Name (time in"))
 
 
 def test_the_benchmark_table_is_in_milliseconds_without_ops_when_active(
-    pytester: pytest.Pytester, sigterm_default: None
+    pytester: pytest.Pytester, sigterm_default: None, outside_xdist: None
 ) -> None:
     pytester.makepyfile(BENCH_MODULE)
     result = pytester.runpytest_inprocess("--slo-profile=cpu-tiny", *BENCH_QUICK)
@@ -280,7 +286,7 @@ def test_the_benchmark_table_is_in_milliseconds_without_ops_when_active(
 
 
 def test_a_users_benchmark_columns_and_unit_are_kept(
-    pytester: pytest.Pytester, sigterm_default: None
+    pytester: pytest.Pytester, sigterm_default: None, outside_xdist: None
 ) -> None:
     pytester.makepyfile(BENCH_MODULE)
     args = ("--slo-profile=cpu-tiny", "--benchmark-columns=min,ops", "--benchmark-time-unit=us")
@@ -289,7 +295,7 @@ def test_a_users_benchmark_columns_and_unit_are_kept(
 
 
 def test_an_unrelated_projects_benchmark_table_is_pytest_benchmarks_own(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, outside_xdist: None
 ) -> None:
     pytester.makepyfile(BENCH_MODULE)
     result = pytester.runpytest_inprocess(*BENCH_QUICK)
