@@ -8,7 +8,7 @@ client side (HTTP, SSE parsing, the openai client, the event loop) adds.
 
 Usage: .venv/bin/python benchmarks/client_overhead.py [--streams 1,16,64,128]
        [--requests-per-stream 8]
-       [--profile cpu-tiny] [--output-tokens 64] [extra pytest args, e.g. --vllm-python PATH]
+       [--profile cpu-tiny] [--output-tokens 64] [extra pytest args, e.g. --slo-vllm-python PATH]
 Prints a table; asserts nothing (figures vary with the machine).
 """
 
@@ -88,11 +88,11 @@ def main() -> int:
         str(work / "test_overhead.py"),
         "-p",
         "fixtures.plugin",
-        f"--report-dir={out}",
+        f"--slo-report-dir={out}",
         f"--slo-profile={args.profile}",
         "-p",
         "no:cacheprovider",
-        "--no-progress",
+        "--slo-no-progress",
         "-q",
         *extra,
     ]

@@ -31,10 +31,10 @@ def main(extra: list[str]) -> int:
         "pytest",
         "-m",
         "realtime",
-        f"--report-dir={out}",
+        f"--slo-report-dir={out}",
         "-p",
         "no:cacheprovider",
-        "--no-progress",
+        "--slo-no-progress",
         "-q",
         *extra,
     ]

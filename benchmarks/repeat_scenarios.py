@@ -39,8 +39,8 @@ def run(args: list[str], report_dir: Path) -> int:
         "-p",
         "no:cacheprovider",
         "-q",
-        "--no-progress",
-        f"--report-dir={report_dir}",
+        "--slo-no-progress",
+        f"--slo-report-dir={report_dir}",
         *args,
     ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True).returncode
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
-    out = args.out or ROOT / "reports" / "runs" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or ROOT / "slo-runs" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     tightened: dict[str, Counter[str]] = defaultdict(Counter)

@@ -1,1 +1,1 @@
-"""Report writers. Outputs go to a per-run folder under reports/runs/ (not tracked)."""
+"""Report writers. Outputs go to a per-run folder under slo-runs/ (not tracked)."""

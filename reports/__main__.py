@@ -27,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="+",
         type=Path,
         metavar="RUN_DIR",
-        help="run folders (reports/runs/...): the first is the candidate, the others baselines",
+        help="run folders (slo-runs/...): the first is the candidate, the others baselines",
     )
     p.add_argument(
         "--out",

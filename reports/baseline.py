@@ -85,7 +85,7 @@ def load_baseline(path: Path) -> Baseline:
     if path.is_file():
         return _from_benchmark_json(path)
     raise BaselineError(
-        f"--slo-baseline {path} does not exist: pass an earlier run folder (reports/runs/...) "
+        f"--slo-baseline {path} does not exist: pass an earlier run folder (slo-runs/...) "
         "or a pytest-benchmark JSON file (its benchmark.json, or one from .benchmarks/)"
     )
 

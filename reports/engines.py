@@ -2,7 +2,7 @@
 
 The article's framework comparison: the same SLO file run against two serving engines on the
 same machine, one after the other (e.g. vLLM started by the suite, then ``transformers serve``
-behind ``--endpoint``). Each objective is shown with each side's estimate and confidence
+behind ``--slo-endpoint``). Each objective is shown with each side's estimate and confidence
 interval, as each run judged it; nothing here claims one engine beats the other beyond what the
 two intervals show. The runs must have sent the same request list (same scenario, seed,
 ``--slo-max-requests``): that is checked, request by request.

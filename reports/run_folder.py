@@ -276,7 +276,7 @@ def _has(mapping: Mapping[str, Any], key: str) -> bool:
 def _not_a_run_folder(path: Path, missing: str) -> SuiteError:
     return SuiteError(
         f"{path} is not a run folder: {missing}. Pass a folder written by a suite run "
-        "(reports/runs/<timestamp>-<pid>/, or the --report-dir of that run)"
+        "(slo-runs/<timestamp>-<pid>/, or the --slo-report-dir of that run)"
     )
 
 
@@ -478,7 +478,7 @@ def load_run(path: Path) -> RunFolder:
     if not path.exists():
         raise SuiteError(
             f"{path} does not exist: pass a run folder written by a suite run "
-            "(reports/runs/<timestamp>-<pid>/, or the --report-dir of that run)"
+            "(slo-runs/<timestamp>-<pid>/, or the --slo-report-dir of that run)"
         )
     if not path.is_dir():
         raise _not_a_run_folder(path, "it is a file, not a folder")

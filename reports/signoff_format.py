@@ -123,9 +123,9 @@ def reproduce(run: RunFolder) -> list[tuple[str, str | None, str]]:
     else:
         guess = f".ci/pytest -m {marker} --slo-profile {run.profile}"
         if run.model != "not recorded" and "," not in run.model:
-            guess += f" --model {run.model}"
+            guess += f" --slo-model {run.model}"
         if run.environment.get("endpoint"):
-            guess += f" --endpoint {run.environment['endpoint']}"
+            guess += f" --slo-endpoint {run.environment['endpoint']}"
         measured = ", ".join(
             f"{s.label} {sum(not r.warmup for r in s.records)}" for s in run.scenarios
         )

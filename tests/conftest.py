@@ -21,6 +21,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# In-process runs of the plugin's hooks (tests/unit/test_plugin_hooks.py).
+pytest_plugins = ["pytester"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

@@ -32,10 +32,11 @@ def run_suite(
         "-m",
         "pytest",
         *args,
-        f"--report-dir={report_dir}",  # with '=': pytest must not take the folder for a test path
+        # With '=': pytest must not take the folder for a test path.
+        f"--slo-report-dir={report_dir}",
         "-p",
         "no:cacheprovider",
-        "--no-progress",
+        "--slo-no-progress",
     ]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     proc = subprocess.run(

@@ -96,7 +96,7 @@ def _regressions(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_same_server_against_itself_is_no_regression(server: str, tmp_path: Path) -> None:
-    run_suite([*AB, f"--endpoint={server}", f"--slo-ab-baseline-endpoint={server}"], tmp_path)
+    run_suite([*AB, f"--slo-endpoint={server}", f"--slo-ab-baseline-endpoint={server}"], tmp_path)
     cases = _regressions(tmp_path)
     assert "test_regression[ttft p50]" in cases and "test_regression[error_rate]" in cases
     for name, case in cases.items():
@@ -116,7 +116,7 @@ def test_same_server_against_itself_is_no_regression(server: str, tmp_path: Path
 def test_a_delayed_candidate_is_a_ttft_regression(server: str, tmp_path: Path) -> None:
     with delay_proxy(server, DELAY_S) as slow:
         proc = run_suite(
-            [*AB, f"--endpoint={slow}", f"--slo-ab-baseline-endpoint={server}"], tmp_path
+            [*AB, f"--slo-endpoint={slow}", f"--slo-ab-baseline-endpoint={server}"], tmp_path
         )
     assert proc.returncode != 0
     cases = _regressions(tmp_path)

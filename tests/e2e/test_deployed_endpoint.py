@@ -1,5 +1,6 @@
-"""A deployed service: vLLM started apart, the suite pointed at it with --endpoint and a separate
---metrics-url (here a small proxy on another port, as a Prometheus behind a load balancer is)."""
+"""A deployed service: vLLM started apart, the suite pointed at it with --slo-endpoint and a
+separate --slo-metrics-url (here a small proxy on another port, as a Prometheus behind a load
+balancer is)."""
 
 from __future__ import annotations
 
@@ -64,9 +65,9 @@ def test_metrics_come_from_the_metrics_url(
     deployed: VllmServer, metrics_proxy: str, tmp_path: Path
 ) -> None:
     reports = tmp_path / "reports"
-    args = ["-m", "realtime", "--endpoint", deployed.base_url, "--api-key-env", "E2E_KEY"]
+    args = ["-m", "realtime", "--slo-endpoint", deployed.base_url, "--slo-api-key-env", "E2E_KEY"]
     run_suite(
-        [*args, f"--metrics-url={metrics_proxy}", "--slo-max-requests", "20"],
+        [*args, f"--slo-metrics-url={metrics_proxy}", "--slo-max-requests", "20"],
         reports,
         env={"E2E_KEY": SECRET},
     )
@@ -89,12 +90,12 @@ def test_an_unreadable_metrics_url_stops_before_any_traffic(
 ) -> None:
     reports = tmp_path / "reports"
     wrong = metrics_proxy.replace("/prometheus/metrics", "/metrics")
-    args = ["-m", "realtime", "--endpoint", deployed.base_url, "--api-key-env", "E2E_KEY"]
+    args = ["-m", "realtime", "--slo-endpoint", deployed.base_url, "--slo-api-key-env", "E2E_KEY"]
     proc = run_suite(
-        [*args, f"--metrics-url={wrong}"],
+        [*args, f"--slo-metrics-url={wrong}"],
         reports,
         env={"E2E_KEY": SECRET},
     )
     assert proc.returncode == 1
-    assert f"--metrics-url {wrong}: could not read it (HTTP Error 404" in proc.stdout
+    assert f"--slo-metrics-url {wrong}: could not read it (HTTP Error 404" in proc.stdout
     assert not (reports / "realtime").exists()

@@ -24,10 +24,10 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
         "pytest",
         "-m",
         "realtime",
-        f"--report-dir={tmp_path}",
+        f"--slo-report-dir={tmp_path}",
         "-p",
         "no:cacheprovider",
-        "--no-progress",
+        "--slo-no-progress",
     ]
     proc = subprocess.Popen(
         cmd,

@@ -173,7 +173,7 @@ def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
                     "-m",
                     "realtime",
                     "--slo-max-requests=200",  # enough for bounded p50 intervals (ci_upper panels)
-                    f"--endpoint={vllm.base_url}",
+                    f"--slo-endpoint={vllm.base_url}",
                     f"--slo-pushgateway=http://{gateway}",
                     f"--slo-metrics-port={live_port}",
                 ],

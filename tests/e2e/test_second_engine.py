@@ -1,4 +1,4 @@
-"""A second serving engine behind --endpoint: Hugging Face's ``transformers serve`` (PyPI, CPU,
+"""A second serving engine behind --slo-endpoint: Hugging Face's ``transformers serve`` (PyPI, CPU,
 continuous batching) with the bundled tiny model given random weights here.
 
 It answers /v1/models with HTTP 500, refuses vLLM's request fields (HTTP 422), streams a usage
@@ -110,7 +110,7 @@ def transformers_run(
 ) -> tuple[Path, subprocess.CompletedProcess[str]]:
     url, folder = transformers_serve
     reports = tmp_path_factory.mktemp("transformers") / "reports"
-    args = ["-m", "realtime", "--endpoint", url, f"--slo-served-model={folder}"]
+    args = ["-m", "realtime", "--slo-endpoint", url, f"--slo-served-model={folder}"]
     proc = run_suite([*args, "--slo-max-requests", str(REQUESTS)], reports)
     return reports, proc
 

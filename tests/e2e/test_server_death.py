@@ -74,11 +74,11 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
             str(tmp_path / "test_a_killed.py"),
             str(tmp_path / "test_b_after.py"),
             str(tmp_path / "test_c_engine.py"),
-            f"--report-dir={reports}",
+            f"--slo-report-dir={reports}",
             f"--junitxml={reports / 'junit.xml'}",  # the modules are not under suites/
             "-p",
             "no:cacheprovider",
-            "--no-progress",
+            "--slo-no-progress",
         ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,

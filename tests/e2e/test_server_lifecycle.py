@@ -112,7 +112,7 @@ def external_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmSe
 
 def endpoint_args(server: VllmServer) -> list[str]:
     """The suite pointed at the server started apart, with its key from E2E_KEY."""
-    return ["--endpoint", server.base_url, "--api-key-env", "E2E_KEY"]
+    return ["--slo-endpoint", server.base_url, "--slo-api-key-env", "E2E_KEY"]
 
 
 def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
@@ -151,16 +151,16 @@ def test_endpoint_without_the_key_is_a_clear_error(
         [
             "-m",
             "realtime",
-            "--endpoint",
+            "--slo-endpoint",
             external_server.base_url,
-            "--api-key-env",
+            "--slo-api-key-env",
             "NO_SUCH_VAR_SET",
         ],
         tmp_path,
     )
     assert proc.returncode == 1
     assert "did not list a model at /v1/models" in proc.stdout
-    assert "--api-key-env" in proc.stdout
+    assert "--slo-api-key-env" in proc.stdout
 
 
 def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ from fixtures.settings import ROOT
 
 
 def test_sigkill_of_pytest_stops_every_vllm_process(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "pytest", "-m", "realtime", f"--report-dir={tmp_path}"]
+    cmd = [sys.executable, "-m", "pytest", "-m", "realtime", f"--slo-report-dir={tmp_path}"]
     proc = subprocess.Popen(
-        [*cmd, "-p", "no:cacheprovider", "--no-progress", "--slo-max-requests=200"],
+        [*cmd, "-p", "no:cacheprovider", "--slo-no-progress", "--slo-max-requests=200"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -72,7 +72,7 @@ def test_a_server_that_cannot_answer_a_plain_request_stops_the_run() -> None:
     ):
         probe(inj.url, "wrong-model", None, "chat")
     assert str(e.value).startswith(
-        f"--endpoint {inj.url}: a plain chat request for model 'wrong-model' got HTTP 503"
+        f"--slo-endpoint {inj.url}: a plain chat request for model 'wrong-model' got HTTP 503"
     )
     assert "--slo-served-model" in str(e.value)
 

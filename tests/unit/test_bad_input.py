@@ -34,7 +34,7 @@ def _python(tmp_path: Path, fake_vllm_version: str | None = None) -> Path:
 
 
 def test_vllm_python_that_does_not_exist(tmp_path: Path) -> None:
-    with pytest.raises(VllmNotInstalledError, match=r"does not exist: pass --vllm-python PATH"):
+    with pytest.raises(VllmNotInstalledError, match=r"does not exist: pass --slo-vllm-python PATH"):
         check_engine_args(str(tmp_path / "no-python"), {"max_num_seqs": 8}, origin="x.toml")
 
 
@@ -95,9 +95,8 @@ def _stopped_before_any_server(reports: Path, out: str, *needles: str) -> None:
 def test_suite_with_a_vllm_python_without_vllm(tmp_path: Path) -> None:
     python = _python(tmp_path)
     reports = tmp_path / "reports"
-    proc = run_suite(
-        ["-m", "realtime", f"--vllm-python={python}", "--slo-max-requests=5"], reports, timeout=300
-    )
+    args = ["-m", "realtime", f"--slo-vllm-python={python}", "--slo-max-requests=5"]
+    proc = run_suite(args, reports, timeout=300)
     assert proc.returncode == 1
     _stopped_before_any_server(reports, proc.stdout, f"{python} cannot import vllm")
 
@@ -105,7 +104,7 @@ def test_suite_with_a_vllm_python_without_vllm(tmp_path: Path) -> None:
 def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     missing = tmp_path / "no-such-model"
-    proc = run_suite(["-m", "realtime", f"--model={missing}"], reports, timeout=300)
+    proc = run_suite(["-m", "realtime", f"--slo-model={missing}"], reports, timeout=300)
     assert proc.returncode == 1
     _stopped_before_any_server(reports, proc.stdout, f"no such folder ({missing})")
 
@@ -171,7 +170,7 @@ def test_a_scenario_without_objectives_for_the_profile_fails_only_when_selected(
     tmp_path: Path,
 ) -> None:
     # mixed-two-instances.toml has no table for h200-llama2-7b: `-m realtime` must still run.
-    args = ["--slo-profile", "h200-llama2-7b", "--vllm-python=/bin/false"]
+    args = ["--slo-profile", "h200-llama2-7b", "--slo-vllm-python=/bin/false"]
     listed = run_suite(["-m", "realtime", "--collect-only", "-q", *args], tmp_path / "a")
     assert listed.returncode == 0, listed.stdout[-2000:]
     assert "5/" in listed.stdout and "error" not in listed.stdout.lower()
@@ -201,10 +200,10 @@ def test_a_headroom_at_or_over_the_threshold_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("url", ["not-a-url", "localhost:8000", "http://", "http://h:99999"])
 def test_an_endpoint_that_is_not_a_url_stops_the_run_in_one_line(tmp_path: Path, url: str) -> None:
-    proc = run_suite(["--collect-only", "-m", "realtime", f"--endpoint={url}"], tmp_path)
+    proc = run_suite(["--collect-only", "-m", "realtime", f"--slo-endpoint={url}"], tmp_path)
     assert proc.returncode == 4
     errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR: ")]
-    assert len(errors) == 1 and f"--endpoint {url!r}: " in errors[0]
+    assert len(errors) == 1 and f"--slo-endpoint {url!r}: " in errors[0]
     assert "e.g. http://" in errors[0]
     assert "Traceback" not in proc.stderr + proc.stdout
 
@@ -212,7 +211,7 @@ def test_an_endpoint_that_is_not_a_url_stops_the_run_in_one_line(tmp_path: Path,
 def test_a_setup_error_is_printed_once_per_test(tmp_path: Path) -> None:
     # Port 1 on loopback: nothing listens there, so /v1/models is refused at once.
     reports = tmp_path / "reports"
-    proc = run_suite(["-m", "realtime", "--endpoint=http://127.0.0.1:1"], reports, timeout=300)
+    proc = run_suite(["-m", "realtime", "--slo-endpoint=http://127.0.0.1:1"], reports, timeout=300)
     assert proc.returncode == 1
     message = "endpoint http://127.0.0.1:1 did not list a model at /v1/models"
     assert proc.stdout.count("ERROR at setup") == 5

@@ -8,22 +8,25 @@ UsageError, or the suite's own SuiteError) that names it, never a traceback.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from fixtures.options import BY_DEST, OPTIONS
 from fixtures.session import select
-from fixtures.settings import OPTIONS, Settings, resolve
+from fixtures.settings import Settings, resolve
 from slo.errors import SuiteError
 
-_INI_DEFAULTS = {ini: default for _, ini, default, _, _ in OPTIONS}
 _FLAGS = {"slo_sequential": False, "slo_no_progress": True}
 
 
 class _Config:
     """What resolve() reads of a pytest config: the options given, else the ini defaults."""
+
+    rootpath = Path.cwd()
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
@@ -32,7 +35,8 @@ class _Config:
         return self.options.get(name, _FLAGS.get(name))
 
     def getini(self, name: str) -> Any:
-        return _INI_DEFAULTS.get(name)
+        opt = BY_DEST[name]
+        return False if opt.is_switch else opt.default
 
 
 _value = st.one_of(
@@ -47,7 +51,8 @@ _value = st.one_of(
         ]
     ),
 )
-_options = st.dictionaries(st.sampled_from([ini for _, ini, *_ in OPTIONS]), _value, max_size=4)
+_VALUED = [opt.dest for opt in OPTIONS if not opt.is_switch]
+_options = st.dictionaries(st.sampled_from(_VALUED), _value, max_size=4)
 
 
 def _one_line(error: BaseException) -> None:
@@ -75,7 +80,7 @@ def _usable(s: Settings) -> None:
 @example({"slo_regression": "%"})
 def test_any_option_value_gives_settings_or_one_line_of_error(options: dict[str, str]) -> None:
     try:
-        settings = resolve(_Config(options))  # type: ignore[arg-type]
+        settings = resolve(_Config(options))
     except (pytest.UsageError, SuiteError) as e:
         _one_line(e)
         return

@@ -27,6 +27,6 @@ def test_pytest_help_prints_every_option(where: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback (most recent call last)" not in proc.stdout + proc.stderr
-    for option, *_ in OPTIONS:
-        assert option in proc.stdout, option
+    for opt in OPTIONS:
+        assert opt.flag in proc.stdout, opt.flag
     assert "(default: 10%)" in proc.stdout

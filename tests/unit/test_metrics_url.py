@@ -1,4 +1,4 @@
-"""--metrics-url: a separate Prometheus URL for a deployed endpoint's server-side metrics."""
+"""--slo-metrics-url: a separate Prometheus URL for a deployed endpoint's server-side metrics."""
 
 from __future__ import annotations
 
@@ -78,19 +78,19 @@ def test_check_accepts_vllm_metrics_and_names_what_is_wrong(prometheus: str) -> 
 
 
 def test_option_needs_an_endpoint(tmp_path: Path) -> None:
-    proc = run_suite(["-m", "realtime", "--metrics-url", "http://x:9090/metrics"], tmp_path)
+    proc = run_suite(["-m", "realtime", "--slo-metrics-url", "http://x:9090/metrics"], tmp_path)
     assert proc.returncode == 4
-    assert "--metrics-url http://x:9090/metrics: " in proc.stderr
-    assert "needs --endpoint URL too" in proc.stderr
+    assert "--slo-metrics-url http://x:9090/metrics: " in proc.stderr
+    assert "needs --slo-endpoint URL too" in proc.stderr
 
 
 def test_option_must_be_an_http_url(tmp_path: Path) -> None:
-    args = ["-m", "realtime", "--endpoint", "http://127.0.0.1:9", "--metrics-url", "x:9090"]
+    args = ["-m", "realtime", "--slo-endpoint", "http://127.0.0.1:9", "--slo-metrics-url", "x:9090"]
     proc = run_suite(args, tmp_path)
     assert proc.returncode == 4 and "expected an http:// or https:// URL" in proc.stderr
 
 
 def test_option_is_shown_in_the_header(tmp_path: Path) -> None:
-    args = ["--collect-only", "-m", "realtime", "--endpoint", "http://127.0.0.1:9"]
-    proc = run_suite([*args, "--metrics-url", "http://127.0.0.1:9/federate"], tmp_path)
+    args = ["--collect-only", "-m", "realtime", "--slo-endpoint", "http://127.0.0.1:9"]
+    proc = run_suite([*args, "--slo-metrics-url", "http://127.0.0.1:9/federate"], tmp_path)
     assert "target http://127.0.0.1:9, metrics from http://127.0.0.1:9/federate" in proc.stdout

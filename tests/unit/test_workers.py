@@ -54,7 +54,7 @@ def test_too_few_gpus_for_the_workers_fails_every_test_with_the_counts(tmp_path:
             "loadscope",
             "--slo-profile",
             "h200-llama2-7b",
-            "--vllm-python=/bin/false",
+            "--slo-vllm-python=/bin/false",
             "-rE",
         ],
         tmp_path / "run",
