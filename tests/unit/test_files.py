@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -77,8 +78,23 @@ def test_a_killed_writer_leaves_a_complete_file(tmp_path: Path) -> None:
 def test_files_get_the_mode_open_would_give(tmp_path: Path) -> None:
     path = tmp_path / "signoff.html"
     write_atomic(path, b"<html></html>")
-    assert stat.S_IMODE(path.stat().st_mode) == files.FILE_MODE
-    assert files.FILE_MODE & stat.S_IRGRP  # readable beyond the owner under umask 022/002
+    (tmp_path / "plain.html").write_bytes(b"<html></html>")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.html").stat().st_mode)
+    assert mode & stat.S_IRGRP  # readable beyond the owner under umask 022/002
+
+
+def test_writing_leaves_the_process_umask_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # os.umask sets the mask for every thread of the process, even when only reading it.
+    def no_umask(mask: int) -> int:
+        raise AssertionError("os.umask called")
+
+    monkeypatch.setattr(os, "umask", no_umask)
+    importlib.reload(files)
+    files.write_atomic(tmp_path / "summary.json", b"{}")
+    assert (tmp_path / "summary.json").read_bytes() == b"{}"
 
 
 def test_publish_moves_a_finished_partial_file_into_place(tmp_path: Path) -> None:
