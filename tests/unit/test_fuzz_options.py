@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from fixtures.session import select
+from fixtures.selection import select
 from fixtures.settings import OPTIONS, Settings, resolve
 from slo.errors import SuiteError
 
