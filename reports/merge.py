@@ -18,7 +18,7 @@ import re
 import shutil
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,17 +91,8 @@ def _merge_junit(parts: Sequence[Path], out: Path) -> None:
         write_atomic(out / "junit.xml", ET.tostring(merged, encoding="utf-8", xml_declaration=True))
 
 
-def merge_runs(parts: Sequence[Path], out: Path) -> Path:
-    """Merge the part run folders into ``out`` and return it.
-
-    Scenario folders are copied, server logs copied (a clashing name gets the part's name in
-    front), ``starts.json``, ``verdicts.json`` and pytest-benchmark's entries concatenated in part
-    order, ``environment.json`` taken from the first part with each part's GPUs added, and the
-    parts' ``junit.xml`` combined unless ``out`` already has one (pytest-xdist's controller
-    writes the whole run's).
-    """
-    if not parts:
-        raise ReportMergeError(f"nothing to merge into {out}: give at least one part run folder")
+def _scenario_owners(parts: Sequence[Path]) -> dict[str, Path]:
+    """Scenario folder name -> the one part that measured it."""
     owner: dict[str, Path] = {}
     for part in parts:
         if not part.is_dir():
@@ -114,53 +105,89 @@ def merge_runs(parts: Sequence[Path], out: Path) -> Path:
                     "loadscope so that each scenario module stays in one worker"
                 )
             owner[folder.name] = part
+    return owner
+
+
+def _copy_logs(part: Path, out: Path) -> dict[str, str]:
+    """Copy the part's server logs; old name -> new path (a clash gets the part's name)."""
+    renamed: dict[str, str] = {}
+    logs = part / "servers"
+    if logs.is_dir():
+        for log in sorted(logs.glob("*.log")):
+            target = out / "servers" / log.name
+            if target.exists():
+                target = target.with_name(f"{part.name}-{log.name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(log, target)
+            renamed[log.name] = str(target)
+    return renamed
+
+
+def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[Any]:
+    """The part's server starts, each marked with the part and pointing at its copied log."""
+    starts = []
+    for start in _list(part / "servers" / "starts.json"):
+        if isinstance(start, dict):
+            start = {**start, "part": part.name}
+            if "log" in start:
+                start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
+        starts.append(start)
+    return starts
+
+
+def _part_entry(part: Path, owner: Mapping[str, Path]) -> dict[str, Any]:
+    """What the merged environment.json says of one part: its scenarios and GPUs."""
+    env = _read(part / "environment.json") if (part / "environment.json").exists() else {}
+    return {
+        "part": part.name,
+        "scenarios": sorted(n for n, p in owner.items() if p == part),
+        "cuda_visible_devices": env.get("cuda_visible_devices"),
+        "gpus": env.get("gpus", []),
+    }
+
+
+def _merge_benchmarks(parts: Sequence[Path], out: Path) -> None:
+    """pytest-benchmark's entries of every part, in part order, under the first part's header."""
+    benchmarks: list[Any] = []
+    bench_doc: dict[str, Any] | None = None
+    for part in parts:
+        if (part / "benchmark.json").exists():
+            doc = _read(part / "benchmark.json")
+            if isinstance(doc, dict):
+                bench_doc = bench_doc or doc
+                benchmarks += doc.get("benchmarks", [])
+    if bench_doc is not None:
+        write_json(out / "benchmark.json", {**bench_doc, "benchmarks": benchmarks})
+
+
+def merge_runs(parts: Sequence[Path], out: Path) -> Path:
+    """Merge the part run folders into ``out`` and return it.
+
+    Scenario folders are copied, server logs copied (a clashing name gets the part's name in
+    front), ``starts.json``, ``verdicts.json`` and pytest-benchmark's entries concatenated in part
+    order, ``environment.json`` taken from the first part with each part's GPUs added, and the
+    parts' ``junit.xml`` combined unless ``out`` already has one (pytest-xdist's controller
+    writes the whole run's).
+    """
+    if not parts:
+        raise ReportMergeError(f"nothing to merge into {out}: give at least one part run folder")
+    owner = _scenario_owners(parts)
     out.mkdir(parents=True, exist_ok=True)
     for name, part in owner.items():
         shutil.copytree(part / name, out / name, dirs_exist_ok=True)
 
     starts: list[Any] = []
     verdicts: list[Any] = []
-    benchmarks: list[Any] = []
-    bench_doc: dict[str, Any] | None = None
     workers: list[dict[str, Any]] = []
     for part in parts:
-        renamed: dict[str, str] = {}
-        logs = part / "servers"
-        if logs.is_dir():
-            for log in sorted(logs.glob("*.log")):
-                target = out / "servers" / log.name
-                if target.exists():
-                    target = target.with_name(f"{part.name}-{log.name}")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(log, target)
-                renamed[log.name] = str(target)
-        for start in _list(logs / "starts.json"):
-            if isinstance(start, dict):
-                start = {**start, "part": part.name}
-                if "log" in start:
-                    start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
-            starts.append(start)
+        starts += _part_starts(part, _copy_logs(part, out))
         verdicts += _list(part / "verdicts.json")
-        if (part / "benchmark.json").exists():
-            doc = _read(part / "benchmark.json")
-            if isinstance(doc, dict):
-                bench_doc = bench_doc or doc
-                benchmarks += doc.get("benchmarks", [])
-        env = _read(part / "environment.json") if (part / "environment.json").exists() else {}
-        workers.append(
-            {
-                "part": part.name,
-                "scenarios": sorted(n for n, p in owner.items() if p == part),
-                "cuda_visible_devices": env.get("cuda_visible_devices"),
-                "gpus": env.get("gpus", []),
-            }
-        )
+        workers.append(_part_entry(part, owner))
     if starts:
         write_json(out / "servers" / "starts.json", starts)
     if verdicts:
         write_json(out / "verdicts.json", verdicts)
-    if bench_doc is not None:
-        write_json(out / "benchmark.json", {**bench_doc, "benchmarks": benchmarks})
+    _merge_benchmarks(parts, out)
     first = next((p / "environment.json" for p in parts if (p / "environment.json").exists()), None)
     if first is not None:
         write_json(out / "environment.json", {**_read(first), "parts": workers})
