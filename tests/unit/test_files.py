@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from reports import files
 from reports.files import partial_path, publish, write_atomic, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,17 +82,27 @@ def test_files_get_the_mode_open_would_give(tmp_path: Path) -> None:
     assert mode & stat.S_IRGRP  # readable beyond the owner under umask 022/002
 
 
-def test_writing_leaves_the_process_umask_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # os.umask sets the mask for every thread of the process, even when only reading it.
-    def no_umask(mask: int) -> int:
-        raise AssertionError("os.umask called")
-
-    monkeypatch.setattr(os, "umask", no_umask)
-    importlib.reload(files)
-    files.write_atomic(tmp_path / "summary.json", b"{}")
-    assert (tmp_path / "summary.json").read_bytes() == b"{}"
+def test_writing_leaves_the_process_umask_alone(tmp_path: Path) -> None:
+    # os.umask sets the mask for every thread of the process, even when only reading it; in a
+    # fresh interpreter, so the module's import is seen too.
+    code = (
+        "import os, sys\n"
+        "def no_umask(mask): raise AssertionError('os.umask called')\n"
+        "os.umask = no_umask\n"
+        "from pathlib import Path\n"
+        "from reports.files import write_atomic\n"
+        "write_atomic(Path(sys.argv[1]), b'{}')\n"
+    )
+    path = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_bytes() == b"{}"
 
 
 def test_publish_moves_a_finished_partial_file_into_place(tmp_path: Path) -> None:
