@@ -23,6 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from reports.files import write_atomic, write_json
+from reports.run_files import (
+    ENVIRONMENT,
+    RECORDS,
+    STARTS,
+    SUMMARY,
+    VERDICTS,
+    check_schema,
+    write_environment,
+    write_starts_rows,
+    write_verdicts,
+)
 from slo.errors import ReportMergeError, SuiteError
 
 WORKERS = "workers"
@@ -45,7 +56,7 @@ def _scenario_folders(part: Path) -> list[Path]:
     return sorted(
         d
         for d in part.iterdir()
-        if d.is_dir() and ((d / "records.jsonl").exists() or (d / "summary.json").exists())
+        if d.is_dir() and ((d / RECORDS).exists() or (d / SUMMARY).exists())
     )
 
 
@@ -126,7 +137,7 @@ def _copy_logs(part: Path, out: Path) -> dict[str, str]:
 def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[Any]:
     """The part's server starts, each marked with the part and pointing at its copied log."""
     starts = []
-    for start in _list(part / "servers" / "starts.json"):
+    for start in _list(part / STARTS):
         if isinstance(start, dict):
             start = {**start, "part": part.name}
             if "log" in start:
@@ -137,7 +148,7 @@ def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[Any]:
 
 def _part_entry(part: Path, owner: Mapping[str, Path]) -> dict[str, Any]:
     """What the merged environment.json says of one part: its scenarios and GPUs."""
-    env = _read(part / "environment.json") if (part / "environment.json").exists() else {}
+    env = _read(part / ENVIRONMENT) if (part / ENVIRONMENT).exists() else {}
     return {
         "part": part.name,
         "scenarios": sorted(n for n, p in owner.items() if p == part),
@@ -181,16 +192,16 @@ def merge_runs(parts: Sequence[Path], out: Path) -> Path:
     workers: list[dict[str, Any]] = []
     for part in parts:
         starts += _part_starts(part, _copy_logs(part, out))
-        verdicts += _list(part / "verdicts.json")
+        verdicts += _list(part / VERDICTS)
         workers.append(_part_entry(part, owner))
     if starts:
-        write_json(out / "servers" / "starts.json", starts)
+        write_starts_rows(out, starts)
     if verdicts:
-        write_json(out / "verdicts.json", verdicts)
+        write_verdicts(out, verdicts)
     _merge_benchmarks(parts, out)
-    first = next((p / "environment.json" for p in parts if (p / "environment.json").exists()), None)
+    first = next((p / ENVIRONMENT for p in parts if (p / ENVIRONMENT).exists()), None)
     if first is not None:
-        write_json(out / "environment.json", {**_read(first), "parts": workers})
+        write_environment(out, {**check_schema(_read(first), first), "parts": workers})
     if not (out / "junit.xml").exists():
         _merge_junit(parts, out)
     return out
