@@ -26,10 +26,10 @@ from reports.files import write_atomic, write_json
 from reports.run_files import (
     ENVIRONMENT,
     RECORDS,
-    STARTS,
     SUMMARY,
-    VERDICTS,
-    check_schema,
+    read_environment,
+    read_starts,
+    read_verdicts,
     write_environment,
     write_starts_rows,
     write_verdicts,
@@ -68,17 +68,6 @@ def _read(path: Path) -> Any:
             f"{path}: cannot read it as JSON ({e}); the part was cut short or damaged: "
             "merge the other parts, or delete this file to leave it out"
         ) from None
-
-
-def _list(path: Path) -> list[Any]:
-    if not path.exists():
-        return []
-    value = _read(path)
-    if not isinstance(value, list):
-        raise ReportMergeError(
-            f"{path}: expected a JSON list, got {type(value).__name__}: not a file this suite wrote"
-        )
-    return value
 
 
 def _merge_junit(parts: Sequence[Path], out: Path) -> None:
@@ -134,21 +123,20 @@ def _copy_logs(part: Path, out: Path) -> dict[str, str]:
     return renamed
 
 
-def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[Any]:
+def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[dict[str, Any]]:
     """The part's server starts, each marked with the part and pointing at its copied log."""
     starts = []
-    for start in _list(part / STARTS):
-        if isinstance(start, dict):
-            start = {**start, "part": part.name}
-            if "log" in start:
-                start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
+    for start in read_starts(part):
+        start["part"] = part.name
+        if "log" in start:
+            start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
         starts.append(start)
     return starts
 
 
 def _part_entry(part: Path, owner: Mapping[str, Path]) -> dict[str, Any]:
     """What the merged environment.json says of one part: its scenarios and GPUs."""
-    env = _read(part / ENVIRONMENT) if (part / ENVIRONMENT).exists() else {}
+    env = read_environment(part)
     return {
         "part": part.name,
         "scenarios": sorted(n for n, p in owner.items() if p == part),
@@ -187,21 +175,21 @@ def merge_runs(parts: Sequence[Path], out: Path) -> Path:
     for name, part in owner.items():
         shutil.copytree(part / name, out / name, dirs_exist_ok=True)
 
-    starts: list[Any] = []
+    starts: list[dict[str, Any]] = []
     verdicts: list[Any] = []
     workers: list[dict[str, Any]] = []
     for part in parts:
         starts += _part_starts(part, _copy_logs(part, out))
-        verdicts += _list(part / VERDICTS)
+        verdicts += read_verdicts(part)
         workers.append(_part_entry(part, owner))
     if starts:
         write_starts_rows(out, starts)
     if verdicts:
         write_verdicts(out, verdicts)
     _merge_benchmarks(parts, out)
-    first = next((p / ENVIRONMENT for p in parts if (p / ENVIRONMENT).exists()), None)
+    first = next((p for p in parts if (p / ENVIRONMENT).exists()), None)
     if first is not None:
-        write_environment(out, {**check_schema(_read(first), first), "parts": workers})
+        write_environment(out, {**read_environment(first), "parts": workers})
     if not (out / "junit.xml").exists():
         _merge_junit(parts, out)
     return out
