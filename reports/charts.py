@@ -234,7 +234,7 @@ def cdf_chart(cdfs: Sequence[Cdf], markers: Sequence[Marker], title: str) -> str
     return _svg(width, height, title, body)
 
 
-def timeline_chart(tl: Timeline, markers: Sequence[Marker], title: str) -> str:
+def timeline_chart(tl: Timeline, markers: Sequence[Marker], title: str) -> str:  # noqa: C901  (one SVG drawn top to bottom)
     """TTFT of each request at its send time (top) and requests in flight (bottom)."""
     width, height = 1180, 420
     classes = sorted({p.request_class for p in tl.points})

@@ -11,17 +11,11 @@ import contextlib
 import json
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-# mkstemp creates files readable by the owner only; a report is meant to be shared (CI
-# artifacts, a web server), so give it the mode an ordinary open() would.
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
-FILE_MODE = 0o666 & ~_UMASK
 
 
 def _sync_dir(folder: Path) -> None:
@@ -34,15 +28,27 @@ def _sync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def _create_hidden(path: Path) -> tuple[int, Path]:
+    """A new hidden file beside ``path``. Created with mode 0o666 so the kernel applies the
+    process umask, as an ordinary open() would (a report is meant to be shared: CI artifacts, a
+    web server); mkstemp's owner-only mode would need the umask, which only os.umask reads, and
+    that sets it for every thread."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_hidden(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

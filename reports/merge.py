@@ -18,11 +18,22 @@ import re
 import shutil
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from reports.files import write_atomic, write_json
+from reports.run_files import (
+    ENVIRONMENT,
+    RECORDS,
+    SUMMARY,
+    read_environment,
+    read_starts,
+    read_verdicts,
+    write_environment,
+    write_starts_rows,
+    write_verdicts,
+)
 from slo.errors import ReportMergeError, SuiteError
 
 WORKERS = "workers"
@@ -45,7 +56,7 @@ def _scenario_folders(part: Path) -> list[Path]:
     return sorted(
         d
         for d in part.iterdir()
-        if d.is_dir() and ((d / "records.jsonl").exists() or (d / "summary.json").exists())
+        if d.is_dir() and ((d / RECORDS).exists() or (d / SUMMARY).exists())
     )
 
 
@@ -57,17 +68,6 @@ def _read(path: Path) -> Any:
             f"{path}: cannot read it as JSON ({e}); the part was cut short or damaged: "
             "merge the other parts, or delete this file to leave it out"
         ) from None
-
-
-def _list(path: Path) -> list[Any]:
-    if not path.exists():
-        return []
-    value = _read(path)
-    if not isinstance(value, list):
-        raise ReportMergeError(
-            f"{path}: expected a JSON list, got {type(value).__name__}: not a file this suite wrote"
-        )
-    return value
 
 
 def _merge_junit(parts: Sequence[Path], out: Path) -> None:
@@ -91,17 +91,8 @@ def _merge_junit(parts: Sequence[Path], out: Path) -> None:
         write_atomic(out / "junit.xml", ET.tostring(merged, encoding="utf-8", xml_declaration=True))
 
 
-def merge_runs(parts: Sequence[Path], out: Path) -> Path:
-    """Merge the part run folders into ``out`` and return it.
-
-    Scenario folders are copied, server logs copied (a clashing name gets the part's name in
-    front), ``starts.json``, ``verdicts.json`` and pytest-benchmark's entries concatenated in part
-    order, ``environment.json`` taken from the first part with each part's GPUs added, and the
-    parts' ``junit.xml`` combined unless ``out`` already has one (pytest-xdist's controller
-    writes the whole run's).
-    """
-    if not parts:
-        raise ReportMergeError(f"nothing to merge into {out}: give at least one part run folder")
+def _scenario_owners(parts: Sequence[Path]) -> dict[str, Path]:
+    """Scenario folder name -> the one part that measured it."""
     owner: dict[str, Path] = {}
     for part in parts:
         if not part.is_dir():
@@ -114,56 +105,91 @@ def merge_runs(parts: Sequence[Path], out: Path) -> Path:
                     "loadscope so that each scenario module stays in one worker"
                 )
             owner[folder.name] = part
-    out.mkdir(parents=True, exist_ok=True)
-    for name, part in owner.items():
-        shutil.copytree(part / name, out / name, dirs_exist_ok=True)
+    return owner
 
-    starts: list[Any] = []
-    verdicts: list[Any] = []
+
+def _copy_logs(part: Path, out: Path) -> dict[str, str]:
+    """Copy the part's server logs; old name -> new path (a clash gets the part's name)."""
+    renamed: dict[str, str] = {}
+    logs = part / "servers"
+    if logs.is_dir():
+        for log in sorted(logs.glob("*.log")):
+            target = out / "servers" / log.name
+            if target.exists():
+                target = target.with_name(f"{part.name}-{log.name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(log, target)
+            renamed[log.name] = str(target)
+    return renamed
+
+
+def _part_starts(part: Path, renamed: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The part's server starts, each marked with the part and pointing at its copied log."""
+    starts = []
+    for start in read_starts(part):
+        start["part"] = part.name
+        if "log" in start:
+            start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
+        starts.append(start)
+    return starts
+
+
+def _part_entry(part: Path, owner: Mapping[str, Path]) -> dict[str, Any]:
+    """What the merged environment.json says of one part: its scenarios and GPUs."""
+    env = read_environment(part)
+    return {
+        "part": part.name,
+        "scenarios": sorted(n for n, p in owner.items() if p == part),
+        "cuda_visible_devices": env.get("cuda_visible_devices"),
+        "gpus": env.get("gpus", []),
+    }
+
+
+def _merge_benchmarks(parts: Sequence[Path], out: Path) -> None:
+    """pytest-benchmark's entries of every part, in part order, under the first part's header."""
     benchmarks: list[Any] = []
     bench_doc: dict[str, Any] | None = None
-    workers: list[dict[str, Any]] = []
     for part in parts:
-        renamed: dict[str, str] = {}
-        logs = part / "servers"
-        if logs.is_dir():
-            for log in sorted(logs.glob("*.log")):
-                target = out / "servers" / log.name
-                if target.exists():
-                    target = target.with_name(f"{part.name}-{log.name}")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(log, target)
-                renamed[log.name] = str(target)
-        for start in _list(logs / "starts.json"):
-            if isinstance(start, dict):
-                start = {**start, "part": part.name}
-                if "log" in start:
-                    start["log"] = renamed.get(Path(str(start["log"])).name, start["log"])
-            starts.append(start)
-        verdicts += _list(part / "verdicts.json")
         if (part / "benchmark.json").exists():
             doc = _read(part / "benchmark.json")
             if isinstance(doc, dict):
                 bench_doc = bench_doc or doc
                 benchmarks += doc.get("benchmarks", [])
-        env = _read(part / "environment.json") if (part / "environment.json").exists() else {}
-        workers.append(
-            {
-                "part": part.name,
-                "scenarios": sorted(n for n, p in owner.items() if p == part),
-                "cuda_visible_devices": env.get("cuda_visible_devices"),
-                "gpus": env.get("gpus", []),
-            }
-        )
-    if starts:
-        write_json(out / "servers" / "starts.json", starts)
-    if verdicts:
-        write_json(out / "verdicts.json", verdicts)
     if bench_doc is not None:
         write_json(out / "benchmark.json", {**bench_doc, "benchmarks": benchmarks})
-    first = next((p / "environment.json" for p in parts if (p / "environment.json").exists()), None)
+
+
+def merge_runs(parts: Sequence[Path], out: Path) -> Path:
+    """Merge the part run folders into ``out`` and return it.
+
+    Scenario folders are copied, server logs copied (a clashing name gets the part's name in
+    front), ``starts.json``, ``verdicts.json`` and pytest-benchmark's entries concatenated in part
+    order, ``environment.json`` taken from the first part with each part's GPUs added, and the
+    parts' ``junit.xml`` combined unless ``out`` already has one (pytest-xdist's controller
+    writes the whole run's).
+    """
+    if not parts:
+        raise ReportMergeError(f"nothing to merge into {out}: give at least one part run folder")
+    owner = _scenario_owners(parts)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, part in owner.items():
+        shutil.copytree(part / name, out / name, dirs_exist_ok=True)
+
+    starts: list[dict[str, Any]] = []
+    verdicts: list[Any] = []
+    workers: list[dict[str, Any]] = []
+    for part in parts:
+        starts += _part_starts(part, _copy_logs(part, out))
+        verdicts += read_verdicts(part)
+        workers.append(_part_entry(part, owner))
+    if starts:
+        write_starts_rows(out, starts)
+    if verdicts:
+        write_verdicts(out, verdicts)
+    _merge_benchmarks(parts, out)
+    first = next((p for p in parts if (p / ENVIRONMENT).exists()), None)
     if first is not None:
-        write_json(out / "environment.json", {**_read(first), "parts": workers})
+        write_environment(out, {**read_environment(first), "parts": workers})
     if not (out / "junit.xml").exists():
         _merge_junit(parts, out)
     return out

@@ -11,7 +11,6 @@ ratios), the unit in the name's suffix.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as _openmet
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as _parse
 
 from reports.files import write_atomic
+from reports.run_files import ENVIRONMENT, SUMMARY, read_environment, read_summary, read_verdicts
 from slo.errors import SuiteError, UnitError
 from slo.units import Dimension, dimension_of
 from slo.vocabulary import PER_REQUEST_METRICS
@@ -65,24 +65,15 @@ class RunData:
     summaries: tuple[Mapping[str, Any], ...]
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise SuiteError(f"{path}: not readable JSON ({e}); the run folder is damaged") from None
-
-
 def read_run(run_dir: Path, run_id: str | None = None) -> RunData:
-    env = _read_json(run_dir / "environment.json") or {}
-    verdicts = _read_json(run_dir / "verdicts.json") or []
+    env = read_environment(run_dir)
+    verdicts = read_verdicts(run_dir)
     summaries = []
-    for path in sorted(run_dir.glob("*/summary.json")):
-        data = _read_json(path)
-        if isinstance(data, dict) and isinstance(data.get("summary"), dict):
+    for path in sorted(run_dir.glob(f"*/{SUMMARY}")):
+        data = read_summary(path.parent)
+        if isinstance(data.get("summary"), dict):
             summaries.append(data)
-    started = (run_dir / "environment.json").stat().st_mtime if env else None
+    started = (run_dir / ENVIRONMENT).stat().st_mtime if env else None
     return RunData(
         run_id=run_id or run_dir.name,
         suite_commit=str(env.get("suite_commit") or "unknown"),

@@ -16,6 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from reports.run_files import (
+    RECORDS,
+    SERVER_SERIES,
+    SUMMARY,
+    VERDICTS,
+    read_environment,
+    read_json,
+    read_starts,
+    read_summary,
+    read_verdicts,
+)
 from slo.errors import SuiteError
 from slo.histogram import Histogram
 from slo.records import RequestRecord, from_row
@@ -280,18 +291,6 @@ def _not_a_run_folder(path: Path, missing: str) -> SuiteError:
     )
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise SuiteError(f"{path}: cannot be read ({e.strerror}): check its permissions") from None
-    except ValueError as e:
-        raise SuiteError(
-            f"{path}: not valid JSON ({e}): the run that wrote it was probably cut short; "
-            "render another run, or delete the file to fall back on junit.xml"
-        ) from None
-
-
 def _float(value: Any, *, missing: float) -> float:
     """JSON has no infinity, so the run writes unbounded CI ends as null; junit writes 'inf'."""
     if value is None or value == "None":
@@ -429,7 +428,7 @@ def _histograms(raw: Any) -> dict[str, ServerHistogram]:
 
 def read_scenario(folder: Path) -> ScenarioRun:
     records: list[RequestRecord] = []
-    path = folder / "records.jsonl"
+    path = folder / RECORDS
     if path.exists():
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():
@@ -443,7 +442,7 @@ def read_scenario(folder: Path) -> ScenarioRun:
                     "a torn last line, delete it"
                 ) from None
     series: list[Mapping[str, float]] = []
-    series_path = folder / "server_series.jsonl"
+    series_path = folder / SERVER_SERIES
     if series_path.exists():
         for lineno, line in enumerate(series_path.read_text().splitlines(), 1):
             try:
@@ -457,9 +456,7 @@ def read_scenario(folder: Path) -> ScenarioRun:
                 series.append(
                     {str(k): float(v) for k, v in row.items() if isinstance(v, (int, float))}
                 )
-    summary: Mapping[str, Any] = {}
-    if (folder / "summary.json").exists():
-        summary = _read_json(folder / "summary.json")
+    summary = read_summary(folder)
     workload_s = summary.get("workload_s")
     return ScenarioRun(
         label=folder.name,
@@ -487,9 +484,9 @@ def load_run(path: Path) -> RunFolder:
         for d in path.iterdir()
         if d.is_dir()
         and d.name not in _NOT_SCENARIOS
-        and ((d / "records.jsonl").exists() or (d / "summary.json").exists())
+        and ((d / RECORDS).exists() or (d / SUMMARY).exists())
     )
-    has_verdicts = (path / "verdicts.json").exists()
+    has_verdicts = (path / VERDICTS).exists()
     has_junit = (path / "junit.xml").exists()
     if not (has_verdicts or has_junit or scenario_dirs):
         raise _not_a_run_folder(
@@ -500,14 +497,8 @@ def load_run(path: Path) -> RunFolder:
     labels = tuple(s.label for s in scenarios)
     junit = read_junit(path / "junit.xml") if has_junit else None
     if has_verdicts:
-        raw = _read_json(path / "verdicts.json")
-        if not isinstance(raw, list):
-            raise SuiteError(
-                f"{path / 'verdicts.json'}: expected a list of verdicts, got "
-                f"{type(raw).__name__}: move the file away to fall back on junit.xml"
-            )
-        verdicts = [_verdict(r, str(path / "verdicts.json")) for r in raw]
-        source = "verdicts.json"
+        verdicts = [_verdict(r, str(path / VERDICTS)) for r in read_verdicts(path)]
+        source = VERDICTS
     elif junit is not None:
         verdicts = verdicts_from_junit(junit, labels, str(path / "junit.xml"))
         source = "junit.xml"
@@ -519,14 +510,11 @@ def load_run(path: Path) -> RunFolder:
         for c in (junit.cases if junit else ())
         if "slo.outcome" not in c.properties and c.test_id not in judged
     )
-    environment = (
-        _read_json(path / "environment.json") if (path / "environment.json").exists() else {}
-    )
-    starts_path = path / "servers" / "starts.json"
-    starts = _read_json(starts_path) if starts_path.exists() else []
+    environment = read_environment(path)
+    starts = read_starts(path)
     benchmark: Mapping[str, Any] = {}
     if (path / "benchmark.json").exists():
-        bench = _read_json(path / "benchmark.json")
+        bench = read_json(path / "benchmark.json")
         benchmark = {k: bench.get(k) for k in ("machine_info", "commit_info", "datetime")}
     return RunFolder(
         path=path,
@@ -535,9 +523,7 @@ def load_run(path: Path) -> RunFolder:
         other_tests=other,
         junit=junit,
         scenarios=scenarios,
-        environment=environment if isinstance(environment, Mapping) else {},
-        starts=tuple(s for s in starts if isinstance(s, Mapping))
-        if isinstance(starts, list)
-        else (),
+        environment=environment,
+        starts=tuple(starts),
         benchmark_info={k: v for k, v in benchmark.items() if v is not None},
     )

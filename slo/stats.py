@@ -39,8 +39,8 @@ class RunSummary:
     schedule_lag: tuple[float, ...]
     max_itl: tuple[float, ...]
     output_tokens: int
-    n_good: int | None = None
-    """Requests that met every per-request goodput bound; None when no bounds were given."""
+    goodput_bounded: bool = False
+    """The run had per-request goodput bounds (``done_good`` is then filled in)."""
     failed: tuple[bool, ...] = ()
     """Per request in send order: it failed (the error-rate series)."""
     itl_request: tuple[int, ...] = ()
@@ -51,6 +51,11 @@ class RunSummary:
     """Per completed request: its output tokens (same order as ``done_s``)."""
     done_good: tuple[bool, ...] = ()
     """Per completed request: it met every goodput bound (empty without bounds)."""
+
+    @property
+    def n_good(self) -> int | None:
+        """Requests that met every per-request goodput bound; None when no bounds were given."""
+        return sum(self.done_good) if self.goodput_bounded else None
 
     @property
     def goodput(self) -> float | None:
@@ -206,7 +211,7 @@ def summarize(
         schedule_lag=tuple(r.schedule_lag_s for r in measured),
         max_itl=per_request("max_itl_s"),
         output_tokens=sum(r.output_tokens or 0 for r in ok),
-        n_good=sum(good) if goodput_limits is not None else None,
+        goodput_bounded=goodput_limits is not None,
         failed=tuple(not r.ok for r in measured),
         itl_request=tuple(r.index for r in ok for _ in r.itl_s),
         done_s=tuple(((r.last_text_ns or r.sent_ns) - start_ns) / 1e9 for r in ok),

@@ -32,7 +32,7 @@ def _int(where: str, key: str, value: object, minimum: int) -> int:
     return value
 
 
-def parse_trace(path: str | Path, text: str) -> tuple[TraceEntry, ...]:
+def parse_trace(path: str | Path, text: str) -> tuple[TraceEntry, ...]:  # noqa: C901  (one branch per rule, each its own message)
     """Entries in file order, offsets from the smallest timestamp; raises ScenarioFileError."""
     raw: list[tuple[float, int, int, int | None]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -98,7 +98,7 @@ def _unit_dimension(unit: str) -> Dimension | None:
     return None
 
 
-def parse_quantity(text: str, dimension: Dimension, *, what: str = "threshold") -> float:
+def parse_quantity(text: str, dimension: Dimension, *, what: str = "threshold") -> float:  # noqa: C901  (one branch per rule, each its own message)
     """Parse ``text`` (e.g. ``"450ms"``) as a ``dimension`` and return it in canonical units.
 
     ``what`` names the value in error messages ("threshold", "ttft p99", ...).

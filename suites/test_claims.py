@@ -21,7 +21,8 @@ from fixtures.claims import (
     report_figures,
     run_variants,
 )
-from fixtures.session import ScenarioRunner, Selection
+from fixtures.selection import Selection
+from fixtures.session import ScenarioRunner
 from slo.compare import Comparison
 
 pytestmark = pytest.mark.claims

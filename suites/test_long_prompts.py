@@ -18,7 +18,8 @@ from fixtures.claims import (
     run_variants,
 )
 from fixtures.plugin import SloCheck
-from fixtures.session import ScenarioRunner, Selection
+from fixtures.selection import Selection
+from fixtures.session import ScenarioRunner
 from slo.scenario import Objective
 
 pytestmark = [pytest.mark.long_prompts, pytest.mark.scenario("long-prompts")]

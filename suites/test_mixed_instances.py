@@ -17,7 +17,8 @@ from fixtures.claims import (
     run_variants,
 )
 from fixtures.plugin import SloCheck
-from fixtures.session import ScenarioRunner, Selection
+from fixtures.selection import Selection
+from fixtures.session import ScenarioRunner
 from slo.scenario import Objective
 
 pytestmark = [pytest.mark.mixed, pytest.mark.scenario("mixed-two-instances")]

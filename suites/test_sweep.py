@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.session import ScenarioRunner, select
+from fixtures.selection import select
+from fixtures.session import ScenarioRunner
 from fixtures.settings import Settings
 from reports.files import write_atomic, write_json
 from slo.scenario import bundled_scenarios, load_scenario, objective_name

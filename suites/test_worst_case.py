@@ -12,7 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from fixtures.search import replay, worst_case_search
-from fixtures.session import ScenarioRunner, Selection
+from fixtures.selection import Selection
+from fixtures.session import ScenarioRunner
 from fixtures.settings import Settings
 from slo.errors import SuiteError
 

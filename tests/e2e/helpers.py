@@ -13,8 +13,10 @@ from typing import Any
 
 import psutil
 
+from fixtures.pool import ServerPool
+from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer, check_engine_args
-from fixtures.session import ScenarioRunner, ServerPool, select
+from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, Settings, programmatic
 
 

@@ -16,7 +16,7 @@ from fixtures.engines import check_features, features_for, probe
 from fixtures.metrics import missing_figures
 from fixtures.models import MODELS_DIR
 from fixtures.runner import OPENAI, VLLM, Target, count_tokens, run_plan
-from fixtures.session import _served_model
+from fixtures.targets import served_model
 from slo.errors import EndpointError, SuiteError
 from tests.faults.injector import Fault, FaultInjector
 from tests.faults.test_runner_faults import MODEL, kind, open_plan
@@ -130,5 +130,5 @@ def test_a_given_served_model_is_not_looked_up() -> None:
     # /v1/models of the injector is a 404: asking it would fail.
     with FaultInjector() as inj:
         with pytest.raises(SuiteError, match="--slo-served-model NAME"):
-            _served_model(inj.url, None)
-        assert _served_model(inj.url, None, "my-model") == ("my-model", None)
+            served_model(inj.url, None)
+        assert served_model(inj.url, None, "my-model") == ("my-model", None)

@@ -12,9 +12,12 @@ import dataclasses
 import time
 from pathlib import Path
 
+from fixtures.result import ScenarioResult
 from fixtures.runner import Target, run_plan
-from fixtures.session import ScenarioResult, Selection, ServerInfo, invalid_reasons
+from fixtures.selection import Selection
 from fixtures.settings import Settings
+from fixtures.targets import ServerInfo
+from slo.judging import invalid_reasons
 from slo.records import RequestRecord
 from slo.scenario import load_profile, load_scenario
 from slo.stats import summarize

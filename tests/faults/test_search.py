@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from fixtures.models import resolve_model
+from fixtures.pool import ServerPool
 from fixtures.runner import Target
 from fixtures.search import replay, worst_case_search
-from fixtures.session import MODEL_CACHE, ScenarioRunner, ServerPool, load_tokenizer, select
+from fixtures.selection import select
+from fixtures.session import ScenarioRunner
 from fixtures.settings import programmatic
 from fixtures.strategies import hypothesis_settings, load_mix
+from fixtures.targets import MODEL_CACHE, ServerInfo, Started, load_tokenizer
 from fixtures.workload import PromptFactory, plan_workload
 from slo.errors import ScenarioFileError
 from slo.scenario import SearchEnvelope
@@ -43,7 +46,10 @@ def runner_for(
     sel = dataclasses.replace(sel, scenario=scenario)
     runner = ScenarioRunner(settings, ServerPool(settings))
     model = resolve_model("tiny-llama", cache_dir=MODEL_CACHE)
-    monkeypatch.setattr(runner, "target", lambda _: (Target(inj.url, "m"), None, None, model))
+    info = ServerInfo(inj.url, "m", "none", False, None)
+    monkeypatch.setattr(
+        runner, "target", lambda _: Started(Target(inj.url, "m"), info, None, model)
+    )
     return runner, sel
 
 

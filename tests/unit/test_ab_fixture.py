@@ -9,8 +9,10 @@ import pytest
 
 from fixtures.ab import compare, objectives_compared, split_blocks
 from fixtures.claims import assert_claim, claim_comparison, claim_sentence
-from fixtures.session import ScenarioResult, ServerInfo, select
+from fixtures.result import ScenarioResult
+from fixtures.selection import select
 from fixtures.settings import programmatic
+from fixtures.targets import ServerInfo
 from fixtures.workload import PlannedRequest, WorkloadPlan
 from slo.compare import Change
 from slo.records import RequestRecord

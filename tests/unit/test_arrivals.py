@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.models import resolve_model
-from fixtures.session import MODEL_CACHE, load_tokenizer
+from fixtures.targets import MODEL_CACHE, load_tokenizer
 from fixtures.workload import PromptFactory, arrival_offsets, plan_workload
 from slo.errors import ScenarioFileError
 from slo.scenario import SCENARIO_DIR, load_scenario

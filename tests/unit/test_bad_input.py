@@ -228,7 +228,9 @@ def test_an_endpoint_whose_max_model_len_is_too_short_is_refused_before_sending(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from fixtures.session import ScenarioRunner, ServerPool, select
+    from fixtures.pool import ServerPool
+    from fixtures.selection import select
+    from fixtures.session import ScenarioRunner
     from fixtures.settings import programmatic
     from slo.errors import ScenarioFileError
 

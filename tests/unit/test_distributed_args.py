@@ -10,8 +10,10 @@ import argparse
 from pathlib import Path
 
 from fixtures import vllm_probe
+from fixtures.pool import ServerPool
+from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer
-from fixtures.session import ScenarioRunner, ServerPool, select
+from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, programmatic
 from slo.scenario import load_profile
 

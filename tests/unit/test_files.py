@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from reports import files
 from reports.files import partial_path, publish, write_atomic, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +76,33 @@ def test_a_killed_writer_leaves_a_complete_file(tmp_path: Path) -> None:
 def test_files_get_the_mode_open_would_give(tmp_path: Path) -> None:
     path = tmp_path / "signoff.html"
     write_atomic(path, b"<html></html>")
-    assert stat.S_IMODE(path.stat().st_mode) == files.FILE_MODE
-    assert files.FILE_MODE & stat.S_IRGRP  # readable beyond the owner under umask 022/002
+    (tmp_path / "plain.html").write_bytes(b"<html></html>")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.html").stat().st_mode)
+    assert mode & stat.S_IRGRP  # readable beyond the owner under umask 022/002
+
+
+def test_writing_leaves_the_process_umask_alone(tmp_path: Path) -> None:
+    # os.umask sets the mask for every thread of the process, even when only reading it; in a
+    # fresh interpreter, so the module's import is seen too.
+    code = (
+        "import os, sys\n"
+        "def no_umask(mask): raise AssertionError('os.umask called')\n"
+        "os.umask = no_umask\n"
+        "from pathlib import Path\n"
+        "from reports.files import write_atomic\n"
+        "write_atomic(Path(sys.argv[1]), b'{}')\n"
+    )
+    path = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_bytes() == b"{}"
 
 
 def test_publish_moves_a_finished_partial_file_into_place(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fixtures.options import BY_DEST, OPTIONS
-from fixtures.session import select
+from fixtures.selection import select
 from fixtures.settings import Settings, resolve
 from slo.errors import SuiteError
 

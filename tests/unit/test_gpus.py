@@ -7,7 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fixtures import gpus
-from fixtures.session import ScenarioRunner, ServerPool, select
+from fixtures.pool import ServerPool
+from fixtures.selection import select
+from fixtures.session import ScenarioRunner
 from fixtures.settings import programmatic
 from slo.errors import GpuAssignmentError
 

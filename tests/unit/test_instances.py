@@ -20,7 +20,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_two_instance_scenario_routes_each_class_to_its_instance() -> None:
-    from fixtures.session import Selection
+    from fixtures.selection import Selection
 
     s = load_scenario("mixed-two-instances")
     assert {c.name: c.server for c in s.workload.classes} == {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import RENAMED
-from fixtures.session import select
+from fixtures.selection import select
 from fixtures.settings import ROOT, programmatic
 
 

@@ -160,7 +160,7 @@ def test_goodput_bounds_are_parsed_and_required(tmp_path: Path) -> None:
 
 
 def test_mlperf_presets_apply_where_a_scenario_has_no_table() -> None:
-    from fixtures.session import select
+    from fixtures.selection import select
     from fixtures.settings import programmatic
 
     sel = select("realtime", programmatic("mlperf-llama2-70b-interactive"))

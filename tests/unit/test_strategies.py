@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixtures.models import resolve_model
-from fixtures.session import MODEL_CACHE, load_tokenizer
 from fixtures.strategies import (
     bimodal_lengths,
     hypothesis_settings,
@@ -19,6 +18,7 @@ from fixtures.strategies import (
     prompt_mixes,
     save_mix,
 )
+from fixtures.targets import MODEL_CACHE, load_tokenizer
 from fixtures.workload import MixRequest, PromptFactory, PromptMix, plan_workload
 from slo.errors import SuiteError, WorkloadError
 from slo.scenario import SearchEnvelope

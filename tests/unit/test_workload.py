@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fixtures.models import resolve_model
-from fixtures.session import MODEL_CACHE, load_tokenizer
+from fixtures.targets import MODEL_CACHE, load_tokenizer
 from fixtures.workload import PromptFactory, arrival_offsets, plan_workload
 from slo.scenario import load_scenario
 
