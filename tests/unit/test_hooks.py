@@ -36,7 +36,7 @@ def test_an_extension_adds_environment_facts_and_sees_each_result(tmp_path: Path
             sys.executable, "-m", "pytest", "--rootdir", str(ROOT),
             "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", "-p", "slo_hook_probe",
             str(ROOT / "suites" / "test_realtime.py"), f"--slo-replay={NEW}",
-            f"--report-dir={run_dir}",
+            f"--slo-report-dir={run_dir}",
         ],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
         env={
