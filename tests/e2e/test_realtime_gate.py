@@ -115,20 +115,23 @@ def test_ten_times_tighter_thresholds_fail(
     assert re.search(r"output_throughput = [\d.]+ tok/s < [\d.]+ tok/s", proc.stdout)
 
 
-def test_sequential_stop_ends_a_clearly_failing_run_at_the_first_look(tmp_path: Path) -> None:
+def test_sequential_stop_ends_a_clearly_failing_run_early(tmp_path: Path) -> None:
     proc = run_suite(["-m", "realtime", "--slo-sequential", "--slo-tighten", "10"], tmp_path)
     assert proc.returncode == 1
     rows = [
         json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
     ]
     measured = [r for r in rows if not r["warmup"]]
-    # The first look is at 200 of 1500 requests; a few more may have been in flight.
-    assert 200 <= len(measured) < 300
+    # Looks at 200 of 1500 requests and every 50 after; a look stops the run only where its
+    # clustering estimate is trusted (100 effective samples for the p99: 450 requests in a
+    # quiet CPU run). A few more requests may have been in flight.
+    rule = StopRule.for_workload(1500, 0.95, quantiles=(0.5, 0.99))
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert {v["outcome"] for v in verdicts} == {"FAIL"}
-    assert {v["n"] + v["warmup_dropped"] for v in verdicts} == {200}
+    (look,) = {v["n"] + v["warmup_dropped"] for v in verdicts}
+    assert look in rule.looks and look <= 1000, look  # well before the end
+    assert look <= len(measured) < look + 100
     # Judged at the rule's per-look level (the p50 and p99 objectives set it).
-    rule = StopRule.for_workload(1500, 0.95, quantiles=(0.5, 0.99))
     assert f"{rule.look_confidence * 100:.4g}% CI" in verdicts[0]["message"]
     # The sign-off page and per-objective JUnit are rendered at the end of the run.
     assert "FAIL" in (tmp_path / "signoff.html").read_text()
