@@ -35,6 +35,15 @@ def server_failures(scenario: Scenario, summary: RunSummary) -> tuple[str, ...]:
     return tuple(check_server(summary, scenario.validity))
 
 
+def run_checks(
+    scenario: Scenario, records: Sequence[RequestRecord]
+) -> tuple[RunSummary, tuple[str, ...], tuple[str, ...]]:
+    """A run's summary under the scenario's goodput bounds, with what the client spoiled
+    (``invalid_reasons``) and what the server failed as a whole (``server_failures``)."""
+    summary = summarize(records, goodput_limits=scenario.goodput or None)
+    return summary, invalid_reasons(scenario, records, summary), server_failures(scenario, summary)
+
+
 @dataclass(frozen=True)
 class RunEvidence:
     """What a run's objectives are judged on."""
