@@ -308,7 +308,13 @@ def registry_for(run_dir: Path, run_id: str | None = None) -> CollectorRegistry:
 
 def check_pushgateway_url(url: str) -> str:
     """The URL as push_to_gateway takes it; SuiteError naming the value and the fix."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as e:
+        raise SuiteError(
+            f"--slo-pushgateway {url!r}: not a URL ({e}); e.g. http://pushgateway:9091"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SuiteError(
             f"--slo-pushgateway {url!r}: expected the Pushgateway's http:// or https:// root "

@@ -161,6 +161,9 @@ def test_a_push_that_fails_keeps_the_file_and_names_the_gateway(run_dir: Path) -
         ("pushgateway:9091", "expected the Pushgateway's http:// or https:// root URL"),
         ("ftp://pushgateway:9091", "expected the Pushgateway's http:// or https:// root URL"),
         ("http://pushgateway:9091/metrics/job/x", "without a path"),
+        # urlsplit and .port raise ValueError on these: still the one-line error.
+        ("A://[", "--slo-pushgateway 'A://[': not a URL"),
+        ("http://pushgateway:99999", "--slo-pushgateway 'http://pushgateway:99999': not a URL"),
     ],
 )
 def test_bad_pushgateway_urls(url: str, needle: str) -> None:
