@@ -154,7 +154,7 @@ def _linear_quantile(sorted_rows: Array, q: float) -> Array:
     return np.asarray(np.where(np.isinf(b), np.inf, mid), dtype=np.float64)
 
 
-def clustering_trusted(n: int, n_eff: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+def clustering_trusted(n: float, n_eff: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """Whether an estimate of the clustering can be trusted: at least ``MIN_EFFECTIVE``
     effective samples, or at least half the run (mild clustering)."""
     m = np.asarray(n_eff, dtype=np.float64)

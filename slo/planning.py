@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 from scipy.stats import binom
 
-from slo.intervals import MIN_EFFECTIVE, Interval
+from slo.intervals import MIN_EFFECTIVE, Interval, clustering_trusted
 from slo.quantile import _ranks
 from slo.scenario import Objective
 from slo.stats import RunSummary
@@ -79,10 +79,10 @@ def requests_needed(
     if (below and p_over >= target) or (not below and p_over <= target):
         return None
     m = _effective_needed(q, confidence, round(p_over, 6), below, power)
-    if below and vif > 2:
-        # Under MIN_EFFECTIVE effective samples and half the run, the clustering estimate is
-        # not trusted and the upper side stays unbounded (slo/intervals.py): no PASS below it.
-        m = max(m, MIN_EFFECTIVE)
+    if below and not clustering_trusted(m * max(vif, 1.0), m):
+        # An untrusted clustering estimate leaves the upper side unbounded (slo/intervals.py):
+        # no PASS below MIN_EFFECTIVE effective samples.
+        m = MIN_EFFECTIVE
     return min(LIMIT, math.ceil(m * max(vif, 1.0)))
 
 
