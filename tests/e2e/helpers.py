@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,6 +19,22 @@ from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer, check_engine_args
 from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, Settings, programmatic
+
+REALTIME = ROOT / "slo" / "scenarios" / "realtime.toml"
+
+
+def set_requests(text: str, requests: object) -> str:
+    """A scenario file's text with its workload's request count replaced (the first
+    ``requests =`` line); raises if there is none, so a test cannot silently run the full count."""
+    out, n = re.subn(r"^requests = \S+", f"requests = {requests}", text, count=1, flags=re.M)
+    if n != 1:
+        raise ValueError("no 'requests = N' line in the scenario text")
+    return out
+
+
+def scenario_requests(path: Path = REALTIME) -> int:
+    """The measured request count a bundled scenario file asks for."""
+    return int(re.search(r"^requests = (\d+)", path.read_text(), flags=re.M)[1])  # type: ignore[index]
 
 
 def run_suite(

@@ -11,9 +11,10 @@ import psutil
 import pytest
 
 from slo.sequential import StopRule
-from tests.e2e.helpers import group_alive, junit_cases, run_suite
+from tests.e2e.helpers import group_alive, junit_cases, run_suite, scenario_requests
 
 OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput", "goodput")
+REQUESTS = scenario_requests()  # measured requests of slo/scenarios/realtime.toml
 
 
 @pytest.fixture(scope="module")
@@ -24,22 +25,34 @@ def main_run(
     return run_suite(["-m", "realtime"], out), out
 
 
-def test_realtime_scenario_passes_on_cpu_vllm(
+def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
     main_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
     proc, out = main_run
-    assert proc.returncode == 0
-    assert re.search(r"\b5 passed\b", proc.stdout)
     cases = junit_cases(out / "junit.xml")
     assert {c.split("[", 1)[1].rstrip("]") for c in cases} == set(OBJECTIVES)
-    for case in cases.values():
+    # On a quiet 2-core machine every objective PASSes (slo/scenarios/realtime.toml). A shared CI
+    # machine can cluster the slow requests so much that the requests hold fewer effective
+    # samples than a p99 needs: then the verdict is INCONCLUSIVE with the requests that would
+    # decide it. Never a PASS the data cannot carry, never FAIL or INVALID from a healthy server.
+    outcomes = {}
+    for name, case in cases.items():
         props = case["properties"]
-        assert case["outcome"] == "passed"
-        assert props["slo.outcome"] == "PASS"
+        outcomes[name] = props["slo.outcome"]
+        print(name, props["slo.outcome"], props["slo.estimate"], props.get("slo.n_eff"))
+        assert props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), (name, case["message"])
+        assert (case["outcome"] == "passed") == (props["slo.outcome"] == "PASS"), case
+        if props["slo.outcome"] == "INCONCLUSIVE":
+            assert re.search(r"about \d+ requests would decide it", case["message"]), case
         assert props["slo.profile"] == "cpu-tiny"
         assert props["slo.vllm_version"] == "0.32.0"
+    # 3x headroom and hundreds of effective samples: the median decides on any machine.
+    assert outcomes["test_objective[ttft p50]"] == "PASS", cases["test_objective[ttft p50]"]
+    passed = sum(o == "PASS" for o in outcomes.values())
+    assert proc.returncode == (0 if passed == len(OBJECTIVES) else 1)
+    assert re.search(rf"\b{passed} passed\b", proc.stdout)
     ttft_p99 = cases["test_objective[ttft p99]"]["properties"]
-    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == 1500
+    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == REQUESTS
     assert (
         float(ttft_p99["slo.ci_lower"])
         <= float(ttft_p99["slo.estimate"])
@@ -89,12 +102,12 @@ def test_benchmark_json_in_pytest_benchmark_format(
     assert {"machine_info", "commit_info", "benchmarks", "datetime", "version"} <= set(data)
     by_name = {b["name"]: b for b in data["benchmarks"]}
     ttft = by_name["realtime[ttft]"]
-    assert ttft["stats"]["rounds"] == 1500 == len(ttft["stats"]["data"])
+    assert ttft["stats"]["rounds"] == REQUESTS == len(ttft["stats"]["data"])
     assert 0 < ttft["stats"]["min"] <= ttft["stats"]["median"] <= ttft["stats"]["max"]
     assert ttft["extra_info"]["profile"] == "cpu-tiny"
     assert "realtime[tpot]" in by_name and "realtime[e2e]" in by_name
     records = (out / "realtime" / "records.jsonl").read_text().splitlines()
-    assert len(records) == 1500 + 8  # measured + warm-up, none dropped
+    assert len(records) == REQUESTS + 8  # measured + warm-up, none dropped
     rows = [json.loads(r) for r in records]
     assert all(r["error"] is None for r in rows)
     assert all(r["output_tokens"] == 32 for r in rows)
@@ -122,10 +135,10 @@ def test_sequential_stop_ends_a_clearly_failing_run_early(tmp_path: Path) -> Non
         json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
     ]
     measured = [r for r in rows if not r["warmup"]]
-    # Looks at 200 of 1500 requests and every 50 after; a look stops the run only where its
+    # Looks at 200 requests and every 50 after; a look stops the run only where its
     # clustering estimate is trusted (100 effective samples for the p99: 450 requests in a
     # quiet CPU run). A few more requests may have been in flight.
-    rule = StopRule.for_workload(1500, 0.95, quantiles=(0.5, 0.99))
+    rule = StopRule.for_workload(REQUESTS, 0.95, quantiles=(0.5, 0.99))
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert {v["outcome"] for v in verdicts} == {"FAIL"}
     (look,) = {v["n"] + v["warmup_dropped"] for v in verdicts}

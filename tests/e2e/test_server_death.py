@@ -17,13 +17,13 @@ from pathlib import Path
 import psutil
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive
+from tests.e2e.helpers import group_alive, set_requests
 
 
 def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
     text = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
     text = text.replace('name = "realtime"', f'name = "{name}"', 1)
-    text = text.replace("requests = 1500", f"requests = {requests}", 1)
+    text = set_requests(text, requests)
     path = folder / f"{name}.toml"
     path.write_text(text)
     (folder / f"test_{name}.py").write_text(

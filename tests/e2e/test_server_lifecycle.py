@@ -18,6 +18,7 @@ from tests.e2e.helpers import (
     realtime_server_config,
     run_suite,
     server_started_apart,
+    set_requests,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,11 +167,11 @@ def test_endpoint_without_the_key_is_a_clear_error(
 def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path: Path) -> None:
     """The completions API under closed-loop concurrency, through the same plugin path."""
     scenario = (ROOT / "slo" / "scenarios" / "realtime.toml").read_text()
-    closed = (
+    closed = set_requests(
         scenario.replace('api = "chat"', 'api = "completions"')
         .replace('arrival = "poisson"', 'arrival = "closed"\nconcurrency = 4')
-        .replace('rate = "4 req/s"\n', "")
-        .replace("requests = 1500", "requests = 40")
+        .replace('rate = "4 req/s"\n', ""),
+        40,
     )
     (tmp_path / "closed.toml").write_text(closed)
     (tmp_path / "test_closed.py").write_text(

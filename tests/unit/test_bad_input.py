@@ -16,7 +16,7 @@ import pytest
 from fixtures.server import MINIMUM_VLLM, check_engine_args, parse_vllm_version
 from fixtures.settings import ROOT
 from slo.errors import VllmNotInstalledError, VllmVersionError
-from tests.e2e.helpers import run_suite
+from tests.e2e.helpers import run_suite, set_requests
 
 
 def _python(tmp_path: Path, fake_vllm_version: str | None = None) -> Path:
@@ -114,7 +114,7 @@ def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
     [
         (lambda t: t.replace("[server]", "[server", 1), "not valid TOML"),
         (lambda t: t.replace('"<= 60ms"', '"<= 60 parsecs"', 1), "60 parsecs"),
-        (lambda t: t.replace("requests = 1500", "requests = -3", 1), "'workload.requests' = -3"),
+        (lambda t: set_requests(t, -3), "'workload.requests' = -3"),
         (lambda t: t + "\n[surprise]\nx = 1\n", "unknown key"),
         (
             lambda t: t.replace('"<= 60ms"', '">= 60ms"', 1),
@@ -122,7 +122,7 @@ def test_suite_with_a_model_folder_that_does_not_exist(tmp_path: Path) -> None:
             'objective is an upper bound: write "<= 60ms"',
         ),
         (
-            lambda t: t.replace("requests = 1500", f"requests = {10**18}", 1),
+            lambda t: set_requests(t, 10**18),
             f"'workload.requests' = {10**18}: at most 1000000 per workload",
         ),
         (

@@ -18,6 +18,7 @@ from slo.scenario import (
     load_scenario,
     parse_objective,
 )
+from tests.e2e.helpers import set_requests
 
 GOOD = (SCENARIO_DIR / "realtime.toml").read_text()
 
@@ -87,8 +88,8 @@ def test_bad_objectives_name_file_key_and_value(key: str, value: object, needle:
     "edit,needle",
     [
         (lambda t: t.replace('rate = "4 req/s"', "rate = 4"), "workload.rate' = 4: needs a unit"),
-        (lambda t: t.replace("requests = 1500", "requests = 0"), "workload.requests' = 0"),
-        (lambda t: t.replace("requests = 1500", 'requests = "many"'), "expected an integer"),
+        (lambda t: set_requests(t, 0), "workload.requests' = 0"),
+        (lambda t: set_requests(t, '"many"'), "expected an integer"),
         (
             lambda t: t.replace('arrival = "poisson"', 'arrival = "bursty"'),
             "one of poisson, constant, gamma, bursts, ramp, trace, closed",
