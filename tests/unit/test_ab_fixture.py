@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from fixtures.ab import compare, objectives_compared, split_blocks
+from fixtures.ab import arm_result, compare, objectives_compared, split_blocks
 from fixtures.claims import assert_claim, claim_comparison, claim_sentence
 from fixtures.result import ScenarioResult
 from fixtures.selection import select
@@ -93,3 +93,19 @@ def test_goodput_falling_to_zero_is_a_regression() -> None:
     }
     got = compare(sel, per_block, margin=0.10, confidence=0.95)
     assert got["goodput"].change is Change.REGRESSION
+
+
+def test_an_arm_whose_server_fails_requests_fails_its_objectives() -> None:
+    # The candidate arm's result is what the objective tests judge: a 5% error rate (bound 1%)
+    # must FAIL every objective as in a plain run, not be judged on the requests that worked.
+    s = programmatic("cpu-tiny")
+    sel = select("realtime", s)
+    server = ServerInfo("http://x", "tiny", "0", False, None)
+    plan = WorkloadPlan("chat", 10.0, ())
+    healthy = arm_result(sel, server, _block(1, 1.0, n=200), s, 1.0, plan)
+    assert healthy.server_failures == ()
+    failing = arm_result(sel, server, _block(1, 1.0, n=200, errors=10), s, 1.0, plan)
+    assert failing.server_failures and "error rate" in failing.server_failures[0]
+    ttft_p50 = next(o for o in sel.objectives if o.name == "ttft p50")
+    verdict = failing.evidence.judge(ttft_p50)
+    assert verdict.outcome.name == "FAIL" and "the server failed" in verdict.message
