@@ -78,6 +78,7 @@ def test_an_slo_file_named_on_the_command_line_is_one_test_per_objective(
     assert _collected(result) == _ids("chat.slo.toml", OBJECTIVES)
     result.stdout.fnmatch_lines(["slo: profile cpu-tiny (environment SLO_PROFILE)*"])
     assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    assert not (pytester.path / "slo-runs").exists()  # collecting runs nothing, reports nothing
 
 
 def test_a_toml_file_named_on_the_command_line_is_collected_whatever_its_name(
