@@ -108,6 +108,16 @@ class JunitCase:
         path = self.file or self.classname.replace(".", "/") + ".py"
         return f"{path}::{self.name}"
 
+    def is_test(self, test_id: str) -> bool:
+        """Whether this case is the test of that node id. Without the ``file`` attribute
+        (junit_family xunit2, pytest's default) the node id is turned into a class name the
+        way pytest does it: an SLO file's (``gates/chat.slo.toml``) cannot be turned back."""
+        if self.file is not None:
+            return self.test_id == test_id
+        path, *names = test_id.split("::")
+        module = path.replace("/", ".").removesuffix(".py")
+        return (self.classname, self.name) == (".".join([module, *names[:-1]]), names[-1])
+
 
 @dataclass(frozen=True)
 class Junit:
@@ -277,7 +287,7 @@ class RunFolder:
     def junit_case(self, test_id: str) -> JunitCase | None:
         if self.junit is None:
             return None
-        return next((c for c in self.junit.cases if c.test_id == test_id), None)
+        return next((c for c in self.junit.cases if c.is_test(test_id)), None)
 
 
 def _has(mapping: Mapping[str, Any], key: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -109,12 +110,34 @@ def scenario_marker(label: str) -> str:
     return label.split("[", 1)[0].split(".", 1)[0].replace("-", "_")
 
 
+def slo_files(run: RunFolder) -> dict[str, str]:
+    """Scenario -> the SLO file its tests were collected from (their test id's file is no
+    Python module), made absolute with the rootdir the run recorded."""
+    root = run.environment.get("rootdir")
+    out = {}
+    for v in run.verdicts:
+        file = v.test.split("::", 1)[0]
+        if file and not file.endswith(".py"):
+            out[v.scenario] = os.path.normpath(os.path.join(str(root), file)) if root else file
+    return out
+
+
+def _profile_words(run: RunFolder) -> list[str]:
+    """The run's profile, and the team's profiles file it may come from."""
+    one = run.profile != "not recorded" and "," not in run.profile
+    words = ["--slo-profile", run.profile] if one else []
+    if run.environment.get("profiles_file"):
+        words.append(f"--slo-profiles={run.environment['profiles_file']}")
+    return words
+
+
 def reproduce(run: RunFolder) -> list[tuple[str, str | None, str]]:
     """(what, command or None, note) lines for the reproduce section."""
     out: list[tuple[str, str | None, str]] = []
-    scenarios = sorted({scenario_marker(s.label) for s in run.scenarios}) or sorted(
-        {v.scenario for v in run.verdicts}
-    )
+    files = slo_files(run)
+    scenarios = sorted(
+        {scenario_marker(s.label) for s in run.scenarios if s.label.split(".")[0] not in files}
+    ) or sorted({v.scenario for v in run.verdicts if v.scenario not in files})
     marker = " or ".join(scenarios) if scenarios else "SCENARIO"
     marker = f'"{marker}"' if " " in marker else marker
     recorded = run.command
@@ -150,13 +173,17 @@ def reproduce(run: RunFolder) -> list[tuple[str, str | None, str]]:
                     "from servers/starts.json",
                 )
             )
-    out.append(
-        (
-            "Judge these stored records again (other thresholds: add --slo-tighten)",
-            f".ci/pytest -m {marker} --slo-replay {_shell_word(str(run.path))}",
-            "",
-        )
-    )
+    again = "Judge these stored records again (other thresholds: add --slo-tighten)"
+    if scenarios or not files:
+        cmd = f".ci/pytest -m {marker} --slo-replay {_shell_word(str(run.path))}"
+        if run.environment.get("profiles_file"):  # the profile may be one of the team's own
+            cmd += "".join(f" {_shell_word(w)}" for w in _profile_words(run))
+        out.append((again, cmd, ""))
+    if files:
+        # The SLO files by their absolute paths: the command works from any folder.
+        words = ["python", "-m", "pytest", *sorted(set(files.values()))]
+        words += [f"--slo-replay={run.path}", *_profile_words(run)]
+        out.append((again, " ".join(_shell_word(w) for w in words), ""))
     return out
 
 

@@ -1,11 +1,14 @@
 """Hardware profiles (``profiles.toml``): which model and machine thresholds were set for.
 
 A profile may inherit from another (``parent = "NAME"``): what it leaves out comes from the
-parent, its engine args and environment are laid over the parent's.
+parent, its engine args and environment are laid over the parent's. A team's own file
+(``--slo-profiles``) adds profiles to the bundled ones; they may inherit a bundled one, and a
+name the bundled file has is an error, not an override.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from slo.errors import ScenarioFileError
@@ -16,15 +19,36 @@ from slo.toml_table import Table, read_toml
 PROFILES_FILE = Path(__file__).parent / "profiles.toml"
 
 
-def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
-    """All profiles in the file, with ``parent =`` inheritance resolved."""
+def load_profiles(path: Path = PROFILES_FILE, extra: Path | None = None) -> dict[str, Profile]:
+    """All profiles in the file, with ``parent =`` inheritance resolved; with ``extra`` (a
+    team's own file) its profiles too, which may inherit the first file's."""
+    out = _read_file(path, {})
+    if extra is not None:
+        out.update(_read_file(extra, out))
+    return out
+
+
+def _read_file(path: Path, known: Mapping[str, Profile]) -> dict[str, Profile]:
+    """One file's profiles; a parent may be one of the file's own or one of ``known``."""
     p = str(path)
     raw = read_toml(path)
     out: dict[str, Profile] = {}
+    for name in raw:
+        if name in known:
+            # Refused rather than overridden: a report's "profile cpu-tiny" must mean one thing.
+            raise ScenarioFileError(
+                p,
+                name,
+                f"[{name}]",
+                f"a bundled profile has this name; give yours another name and inherit it: "
+                f'[my-{name}] with parent = "{name}"',
+            )
 
     def resolve(name: str, chain: tuple[str, ...]) -> Profile:
         if name in out:
             return out[name]
+        if name in known:
+            return known[name]
         if name in chain:
             raise ScenarioFileError(
                 p, f"{name}.parent", name, f"inheritance loop: {' -> '.join((*chain, name))}"
@@ -34,9 +58,11 @@ def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
             raise ScenarioFileError(p, name, data, "expected a table [NAME] for each profile")
         t = Table(p, name, data)
         parent_name = t.get("parent", str, default=None)
-        if parent_name is not None and parent_name not in raw:
+        if parent_name is not None and parent_name not in raw and parent_name not in known:
             raise t.error(
-                "parent", parent_name, f"no such profile; known: {', '.join(sorted(raw))}"
+                "parent",
+                parent_name,
+                f"no such profile; known: {', '.join(sorted({*raw, *known}))}",
             )
         base = resolve(parent_name, (*chain, name)) if parent_name else None
         prof = _read_profile(t, name, base)
@@ -104,13 +130,13 @@ def _cpus(t: Table, k: str, base: Profile | None) -> tuple[int, ...]:
     return tuple(value)
 
 
-def load_profile(name: str, path: Path = PROFILES_FILE) -> Profile:
-    profiles = load_profiles(path)
+def load_profile(name: str, path: Path = PROFILES_FILE, extra: Path | None = None) -> Profile:
+    profiles = load_profiles(path, extra)
     try:
         return profiles[name]
     except KeyError:
         raise ScenarioFileError(
-            str(path),
+            str(extra or path),
             "profile",
             name,
             f"no such profile; known: {', '.join(sorted(profiles))} "

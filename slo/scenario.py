@@ -54,9 +54,11 @@ def bundled_scenarios() -> list[str]:
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:
-    """Load a scenario by bundled name (``realtime``) or by path to a TOML file."""
+    """Load a scenario by bundled name (``realtime``) or by path to a TOML file (a ``Path``, a
+    name ending in ``.toml``, or one with a folder in it: ``gates/chat.slo``)."""
     path = Path(name_or_path)
-    if path.suffix != ".toml":
+    bare = isinstance(name_or_path, str) and path.name == name_or_path
+    if bare and path.suffix != ".toml":
         path = SCENARIO_DIR / f"{name_or_path}.toml"
         if not path.exists():
             known = ", ".join(bundled_scenarios())

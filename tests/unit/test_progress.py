@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.plugin import _ProgressWriter
-from fixtures.progress import Progress
+from fixtures.progress import Progress, ProgressWriter
 from tests.unit.builders import rec
 
 
@@ -81,10 +80,10 @@ class FakeReporter:
         self.calls.append(("write", text))
 
 
-def _writer(reporter: FakeReporter) -> _ProgressWriter:
+def _writer(reporter: FakeReporter) -> ProgressWriter:
     plugins = {"terminalreporter": reporter, "capturemanager": None}
     config = SimpleNamespace(pluginmanager=SimpleNamespace(getplugin=plugins.get))
-    return _ProgressWriter(config)  # type: ignore[arg-type]
+    return ProgressWriter(config)  # type: ignore[arg-type]
 
 
 def test_writer_rewrites_in_place_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

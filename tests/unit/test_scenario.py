@@ -138,6 +138,70 @@ def test_profile_inheritance_loop(tmp_path: Path) -> None:
         load_profiles(p)
 
 
+# A team's own profiles file (--slo-profiles), added to the bundled ones.
+
+TEAM = """
+[my-cpu]
+parent = "cpu-tiny"
+description = "Our CI runner"
+inconclusive = "warn"
+[my-cpu.server]
+max_model_len = 1024
+[my-cpu.env]
+VLLM_CPU_KVCACHE_SPACE = "2"
+
+[my-cpu-strict]
+parent = "my-cpu"
+inconclusive = "fail"
+"""
+
+
+def test_a_teams_profiles_inherit_bundled_ones(tmp_path: Path) -> None:
+    team = tmp_path / "profiles.toml"
+    team.write_text(TEAM)
+    profiles = load_profiles(extra=team)
+    tiny, mine, strict = profiles["cpu-tiny"], profiles["my-cpu"], profiles["my-cpu-strict"]
+    assert tiny == load_profiles()["cpu-tiny"]  # the bundled ones are all there, unchanged
+    assert (mine.model, mine.device, mine.server_cpus) == (tiny.model, tiny.device, (0,))
+    assert dict(mine.server) == {**tiny.server, "max_model_len": 1024}
+    assert dict(mine.env) == {**tiny.env, "VLLM_CPU_KVCACHE_SPACE": "2"}
+    assert (mine.inconclusive, mine.source) == ("warn", str(team))
+    assert (strict.inconclusive, dict(strict.server)) == ("fail", dict(mine.server))
+    assert load_profile("my-cpu-strict", extra=team) == strict
+
+
+def test_a_teams_profile_with_a_bundled_name_is_refused(tmp_path: Path) -> None:
+    team = tmp_path / "profiles.toml"
+    team.write_text('[cpu-tiny]\nmodel = "x"\n')
+    with pytest.raises(ScenarioFileError) as e:
+        load_profiles(extra=team)
+    assert str(e.value) == (
+        f"{team}: key 'cpu-tiny' = '[cpu-tiny]': a bundled profile has this name; give yours "
+        'another name and inherit it: [my-cpu-tiny] with parent = "cpu-tiny"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[mine]\nparent = "cpu-tiniest"\n',
+         r"key 'mine.parent' = 'cpu-tiniest': no such profile; known: .*cpu-tiny.*mine"),
+        ('[a]\nparent = "b"\n[b]\nparent = "a"\n', "inheritance loop: a -> b -> a"),
+        ("[mine]\ndevice = 'tpu'\nparent = 'cpu-tiny'\n",
+         r"key 'mine.device' = 'tpu': expected one of cpu, cuda"),
+        ("[mine]\n", r"key 'mine.model' = None: missing"),
+    ],
+)  # fmt: skip
+def test_a_bad_teams_profile_names_its_file_and_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    team = tmp_path / "profiles.toml"
+    team.write_text(text)
+    with pytest.raises(ScenarioFileError, match=rf"^{re.escape(str(team))}: .*{message}") as e:
+        load_profiles(extra=team)
+    assert "\n" not in str(e.value)
+
+
 @given(st.text(max_size=40), st.one_of(st.text(max_size=40), st.integers(), st.floats()))
 def test_objective_parser_fuzz_raises_only_suite_errors(key: str, value: object) -> None:
     try:
