@@ -31,10 +31,11 @@ def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
     proc, out = main_run
     cases = junit_cases(out / "junit.xml")
     assert {c.split("[", 1)[1].rstrip("]") for c in cases} == set(OBJECTIVES)
-    # On a quiet 2-core machine every objective PASSes (slo/scenarios/realtime.toml). A shared CI
-    # machine can cluster the slow requests so much that the requests hold fewer effective
-    # samples than a p99 needs: then the verdict is INCONCLUSIVE with the requests that would
-    # decide it. Never a PASS the data cannot carry, never FAIL or INVALID from a healthy server.
+    # On a quiet 2-core machine every objective PASSes (slo/scenarios/realtime.toml). A shared
+    # CI machine can cluster the slow requests so much that the requests hold fewer effective
+    # samples than a p99 needs, or shift TTFT halfway through (another job starting): then the
+    # verdict is INCONCLUSIVE with its reason (the requests that would decide it, or the drift).
+    # Never a PASS the data cannot carry, never FAIL or INVALID from a healthy server.
     outcomes = {}
     for name, case in cases.items():
         props = case["properties"]
@@ -43,11 +44,13 @@ def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
         assert props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), (name, case["message"])
         assert (case["outcome"] == "passed") == (props["slo.outcome"] == "PASS"), case
         if props["slo.outcome"] == "INCONCLUSIVE":
-            assert re.search(r"about \d+ requests would decide it", case["message"]), case
+            reason = r"about \d+ requests would decide it|not steady, (drift|no steady state)"
+            assert re.search(reason, case["message"]), case
         assert props["slo.profile"] == "cpu-tiny"
         assert props["slo.vllm_version"] == "0.32.0"
-    # 3x headroom and hundreds of effective samples: the median decides on any machine.
-    assert outcomes["test_objective[ttft p50]"] == "PASS", cases["test_objective[ttft p50]"]
+    # Throughput is judged on batch means over time windows and sits 25% above its floor at the
+    # offered load: it decides on any machine that keeps up with 4 req/s.
+    assert outcomes["test_objective[output_throughput]"] == "PASS", outcomes
     passed = sum(o == "PASS" for o in outcomes.values())
     assert proc.returncode == (0 if passed == len(OBJECTIVES) else 1)
     assert re.search(rf"\b{passed} passed\b", proc.stdout)
