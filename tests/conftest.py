@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).resolve().is_relative_to(ROOT / "tests" / "e2e"):
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture
+def sigterm_default() -> Iterator[None]:
+    """SIGTERM left at its default for the inner run, and put back as it was after it."""
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -19,6 +19,7 @@ from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer, check_engine_args
 from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, Settings, programmatic
+from slo.scenario import load_scenario
 
 REALTIME = ROOT / "slo" / "scenarios" / "realtime.toml"
 
@@ -34,7 +35,7 @@ def set_requests(text: str, requests: object) -> str:
 
 def scenario_requests(path: Path = REALTIME) -> int:
     """The measured request count a bundled scenario file asks for."""
-    return int(re.search(r"^requests = (\d+)", path.read_text(), flags=re.M)[1])  # type: ignore[index]
+    return load_scenario(path).workload.requests
 
 
 def run_suite(

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,6 @@ import pytest
 from fixtures.options import RENAMED
 from fixtures.selection import select
 from fixtures.settings import ROOT, programmatic
-
-
-@pytest.fixture
-def sigterm_default() -> Iterator[None]:
-    """SIGTERM left at its default for the inner run, and put back as it was after it."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,17 +31,6 @@ REALTIME_MINE = REALTIME.replace(
     "[objectives.cpu-tiny]",
     '[objectives.my-cpu]\n"ttft p50" = "<= 60ms"\n"tpot p99" = "<= 20ms"\n\n[objectives.cpu-tiny]',
 )
-
-
-@pytest.fixture
-def sigterm_default() -> Iterator[None]:
-    """SIGTERM left at its default for the inner run, and put back as it was after it."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 @pytest.fixture
