@@ -8,28 +8,40 @@ suite's load runner and prints, over the successful ones, the mean, median and l
 ``ttft - ttft_chunk``, and how many first chunks carried no generated output.
 
 Usage: python benchmarks/ttft_definitions.py --endpoint http://127.0.0.1:8000
-       [--model NAME] [--api chat|completions] [--requests 60] [--prompt-words 64]
+       [--model NAME] [--api chat|completions ...] [--requests 60] [--prompt-words 64]
        [--max-tokens 16] [--api-key KEY]
-The model defaults to the first one the server lists. Prints figures; asserts nothing.
+   or: python benchmarks/ttft_definitions.py --serve MODEL [--profile cpu-tiny] [...]
+The model defaults to the first one the server lists. ``--serve`` starts vLLM on MODEL (a bundled
+name or a model folder, dummy weights) as the suite does under the profile (its engine args,
+environment and CPU pinning; the client on the profile's client CPUs), measures, and stops it.
+Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
+import tempfile
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fixtures.host import usable_cpus  # noqa: E402
+from fixtures.models import resolve_model  # noqa: E402
 from fixtures.runner import Target, run_plan  # noqa: E402
+from fixtures.server import OFFLINE_ENV, ServerConfig, VllmServer, check_engine_args  # noqa: E402
+from fixtures.targets import MODEL_CACHE  # noqa: E402
 from fixtures.workload import PlannedRequest, WorkloadPlan  # noqa: E402
+from slo.profiles import load_profile  # noqa: E402
 from slo.records import RequestRecord  # noqa: E402
 
 
@@ -117,11 +129,36 @@ def first_model(endpoint: str, api_key: str | None) -> str:
     return str(models[0]["id"])
 
 
+@contextlib.contextmanager
+def served(model: str, profile_name: str) -> Iterator[str]:
+    """vLLM on ``model`` with the profile's engine args, environment and server CPUs, this
+    process on its client CPUs; yields the server root."""
+    profile = load_profile(profile_name)
+    spec = resolve_model(model, cache_dir=MODEL_CACHE)
+    config = ServerConfig.build(
+        spec, profile.server, profile.env, cpus=usable_cpus(profile.server_cpus)
+    )
+    argv = check_engine_args(sys.executable, config.args, origin=f"profile {profile_name}").argv
+    log = Path(tempfile.mkdtemp(prefix="ttft-definitions-")) / "vllm.log"
+    affinity = os.sched_getaffinity(0)
+    with VllmServer(config, log_path=log, argv=argv) as server:
+        print(f"$ {' '.join(server.command)}  (env {dict(profile.env)}, log {log})")
+        if cpus := usable_cpus(profile.client_cpus):
+            os.sched_setaffinity(0, cpus)
+        try:
+            yield server.base_url
+        finally:
+            os.sched_setaffinity(0, affinity)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--endpoint", required=True, help="Server root, e.g. http://127.0.0.1:8000")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--endpoint", help="Server root, e.g. http://127.0.0.1:8000")
+    where.add_argument("--serve", metavar="MODEL", help="Start vLLM on a bundled model or folder")
+    ap.add_argument("--profile", default="cpu-tiny", help="With --serve (default: cpu-tiny)")
     ap.add_argument("--model", help="Model name (default: the first the server lists)")
-    ap.add_argument("--api", choices=("chat", "completions"), default="chat")
+    ap.add_argument("--api", choices=("chat", "completions"), nargs="+", default=["chat"])
     ap.add_argument("--requests", type=int, default=60)
     ap.add_argument("--prompt-words", type=int, default=64)
     ap.add_argument("--max-tokens", type=int, default=16)
@@ -129,11 +166,14 @@ def main() -> None:
     a = ap.parse_args()
     if a.requests < 1 or a.prompt_words < 1 or a.max_tokens < 1:
         ap.error("--requests, --prompt-words and --max-tokens must be at least 1")
-    model = a.model or first_model(a.endpoint, a.api_key)
-    target = Target(a.endpoint.rstrip("/"), model, api_key=a.api_key)
-    records = asyncio.run(run_plan(plan(a.api, a.requests, a.prompt_words, a.max_tokens), target))
-    print(f"{a.endpoint}, model {model}")
-    print(report(definition_gap(records), a.api))
+    os.environ.update(OFFLINE_ENV)  # the tokenizer is local; nothing is fetched
+    with served(a.serve, a.profile) if a.serve else contextlib.nullcontext(a.endpoint) as root:
+        model = a.model or first_model(root, a.api_key)
+        target = Target(root.rstrip("/"), model, api_key=a.api_key)
+        print(f"{a.serve or root}, model {model}")
+        for api in a.api:
+            work = plan(api, a.requests, a.prompt_words, a.max_tokens)
+            print(report(definition_gap(asyncio.run(run_plan(work, target))), api))
 
 
 if __name__ == "__main__":

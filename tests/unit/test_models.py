@@ -186,6 +186,16 @@ def test_build_places_late_special_ids_like_llama_3(tmp_path: Path) -> None:
     assert tok.convert_ids_to_tokens(399) == "<tok_399>"  # unlearned ids are plain-text fillers
 
 
+def test_build_learns_its_merges_from_a_given_corpus(tmp_path: Path) -> None:
+    # Prose instead of pseudo-words (benchmarks/bytelevel_model.py): its words become tokens.
+    corpus = ["the prefix cache serves the prompt from its blocks."] * 50
+    build_tokenizer(tmp_path, 512, corpus=corpus)
+    _check_tokenizer(tmp_path, 512, 1, 2)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert len(tok.encode(" prefix cache", add_special_tokens=False)) == 2
+    assert tok.convert_ids_to_tokens(511) == "<tok_511>"  # a small corpus: fillers after it
+
+
 @pytest.mark.parametrize(
     ("vocab", "bos", "eos", "needle"),
     [
