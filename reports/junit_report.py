@@ -44,6 +44,8 @@ def suite_properties(run: RunFolder, scenario: str) -> dict[str, str]:
         props["engine_args"] = json.dumps(dict(sc.engine_args), sort_keys=True)
         for k, v in sorted(sc.engine_args.items()):
             props[f"engine_arg.{k}"] = str(v)
+        if sc.prefix_cache is not None:
+            props.update(sc.prefix_cache.properties())
     if run.command:
         props["command"] = run.command
     if run.environment.get("endpoint"):

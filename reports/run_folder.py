@@ -29,6 +29,7 @@ from reports.run_files import (
 )
 from slo.errors import SuiteError
 from slo.histogram import Histogram
+from slo.prefix_cache import PrefixCacheRun
 from slo.records import RequestRecord, from_row
 from slo.scenario import objective_name
 from slo.verdict import Outcome
@@ -147,6 +148,8 @@ class ScenarioRun:
     server_series: tuple[Mapping[str, float], ...] = ()
     """vLLM's /metrics sampled during the workload (server_series.jsonl): ``t_s`` since the
     first intended send, gauges, cumulative counters."""
+    prefix_cache: PrefixCacheRun | None = None
+    """The declared prefix cache and its measured hit rate; None in older runs."""
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -477,7 +480,22 @@ def read_scenario(folder: Path) -> ScenarioRun:
         server_metrics=_histograms(summary.get("server_metrics")),
         workload_s=float(workload_s) if workload_s is not None else None,
         server_series=tuple(series),
+        prefix_cache=_prefix_cache(summary.get("prefix_cache"), folder / SUMMARY),
     )
+
+
+def _prefix_cache(raw: Any, path: Path) -> PrefixCacheRun | None:
+    if raw is None:
+        return None
+    try:
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"a {type(raw).__name__}, not an object")
+        return PrefixCacheRun.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SuiteError(
+            f"{path}: prefix_cache is not as the suite writes it ({e}): restore the file, or "
+            "delete its prefix_cache entry"
+        ) from None
 
 
 def load_run(path: Path) -> RunFolder:

@@ -343,6 +343,7 @@ def scenario(s: ScenarioSection, confidence: float) -> Section:
     )
     blocks: list[Block] = [
         _about(sc),
+        *((Paragraph.of(sc.prefix_cache.describe(), "sub"),) if sc.prefix_cache else ()),
         *(Paragraph.of(f"run INVALID: {r}", "warn") for r in sc.invalid_reasons),
         *_stats(s.stats, confidence),
         Figures((cdf, server_side)),

@@ -13,6 +13,7 @@ are in slo/schema.py. Their public names are importable from here too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from slo.schema import Profile as Profile
 from slo.schema import PromptLengths as PromptLengths
 from slo.schema import Scenario as Scenario
 from slo.schema import SearchEnvelope as SearchEnvelope
+from slo.schema import SharedPrefix as SharedPrefix
 from slo.schema import TrafficClass as TrafficClass
 from slo.schema import Validity as Validity
 from slo.schema import Workload as Workload
@@ -82,6 +84,9 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
     workload = parse_workload(top.table("workload", required=True))
     instances = parse_instances(top.table("servers"), workload)
+    _check_prefix_caching(
+        p, workload, {"server": server, **{f"servers.{k}": v for k, v in instances.items()}}
+    )
     sweep = parse_sweep(top.table("sweep"))
     objectives = _objectives(top.table("objectives", required=True), workload)
     goodput = _goodput(top.table("goodput"), objectives)
@@ -107,6 +112,23 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         sweep,
         search,
     )
+
+
+def _check_prefix_caching(
+    path: str, workload: Workload, tables: dict[str, Mapping[str, Any]]
+) -> None:
+    """``enable_prefix_caching`` in an engine-args table must not contradict
+    ``[workload] prefix_cache``: "off" turns caching off itself, "warm" needs it on."""
+    clash = {"off": True, "warm": False}.get(workload.prefix_cache)
+    for table, args in tables.items():
+        if clash is not None and args.get("enable_prefix_caching") is clash:
+            raise ScenarioFileError(
+                path,
+                f"{table}.enable_prefix_caching",
+                clash,
+                f'contradicts [workload] prefix_cache = "{workload.prefix_cache}": delete the '
+                "engine arg (the suite sets it from prefix_cache) or change prefix_cache",
+            )
 
 
 def _objectives(t: Table, workload: Workload) -> dict[str, tuple[Objective, ...]]:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from slo.errors import NoObjectivesError
 from slo.objectives import Objective
+from slo.prefix_cache import DEFAULT_PREFIX_CACHE, PrefixCacheMode
 from slo.trace import TraceEntry
 from slo.vocabulary import Arrival
 
@@ -57,6 +58,16 @@ class TrafficClass:
 
 
 @dataclass(frozen=True)
+class SharedPrefix:
+    """``[workload.shared_prefix]``: the i-th request planned (the warm-up first, then each
+    class's requests in file order) starts with prefix ``i % count`` of ``tokens`` tokens, part
+    of its prompt length; the rest of the prompt is unique."""
+
+    tokens: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class Workload:
     api: Api
     classes: tuple[TrafficClass, ...]
@@ -65,6 +76,10 @@ class Workload:
     seed: int
     timeout_s: float
     """Per-request limit; a request past it is an error, never a hang."""
+    prefix_cache: PrefixCacheMode = DEFAULT_PREFIX_CACHE
+    """The state of vLLM's prefix cache the workload measures (slo/prefix_cache.py)."""
+    shared_prefix: SharedPrefix | None = None
+    """None: every prompt is unique text."""
 
     @property
     def requests(self) -> int:

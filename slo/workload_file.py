@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from slo.errors import ScenarioFileError
-from slo.schema import PromptLengths, SearchEnvelope, TrafficClass, Workload
+from slo.prefix_cache import DEFAULT_PREFIX_CACHE, PREFIX_CACHE_MODES
+from slo.schema import PromptLengths, SearchEnvelope, SharedPrefix, TrafficClass, Workload
 from slo.toml_table import Table
 from slo.trace import TraceEntry, load_trace
 from slo.units import Dimension
@@ -46,11 +47,41 @@ def parse_workload(t: Table) -> Workload:
         warmup_requests=_count(t, "warmup_requests", default=0, minimum=0),
         seed=t.get("seed", int, default=0),
         timeout_s=t.quantity("timeout", Dimension.TIME, default=120.0),
+        prefix_cache=t.choice("prefix_cache", PREFIX_CACHE_MODES, default=DEFAULT_PREFIX_CACHE),
+        shared_prefix=_shared_prefix(t, classes) if "shared_prefix" in t.data else None,
     )
+    if w.prefix_cache == "warm" and not (w.warmup_requests and w.shared_prefix):
+        raise t.error(
+            "prefix_cache",
+            "warm",
+            "a warm cache needs warm-up requests that share prefixes with the measured ones: "
+            "set warmup_requests = N and a [workload.shared_prefix] table (tokens, count), "
+            'or declare prefix_cache = "cold"',
+        )
     if len(classes) > 1:  # each class is bounded; so is their sum
         t.at_most("classes", w.requests + w.warmup_requests, MAX_REQUESTS, _WHY_MAX)
     t.done()
     return w
+
+
+def _shared_prefix(t: Table, classes: list[TrafficClass]) -> SharedPrefix:
+    """``[workload.shared_prefix]``: shorter than every prompt, so each has a unique tail."""
+    pt = t.table("shared_prefix")
+    shared = SharedPrefix(
+        tokens=pt.positive_int("tokens"),
+        count=pt.positive_int("count", default=1, maximum=MAX_REQUESTS, why_maximum=_WHY_MAX),
+    )
+    pt.done()
+    for c in classes:
+        if shared.tokens >= c.prompt_tokens.min:
+            raise pt.error(
+                "tokens",
+                shared.tokens,
+                f"a shared prefix must be shorter than every prompt, and class {c.name!r} has "
+                f"prompts of {c.prompt_tokens.min} tokens: lower tokens or raise the class's "
+                "prompt_tokens.min",
+            )
+    return shared
 
 
 @dataclass(frozen=True)

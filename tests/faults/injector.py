@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from tests.faults.prompt_cache import PromptCache
+
 Mode = Literal["ok", "slow", "cut", "malformed", "status", "hang", "drop", "raw"]
 
 _PATHS = ("/v1/chat/completions", "/v1/completions")
@@ -104,8 +106,11 @@ class FaultInjector:
         hang_cap_s: float = 60.0,
         reject_fields: frozenset[str] = frozenset(),
         usage: bool = True,
+        cache: PromptCache | None = None,
     ) -> None:
         self.faults: dict[str, Fault] = dict(faults or {})
+        self.cache = cache
+        """Serves /metrics and /reset_prefix_cache and counts each prompt (prompt_cache.py)."""
         self.reject_fields = reject_fields
         """Request fields answered with HTTP 422, as a server without vLLM's extensions does."""
         self.usage = usage
@@ -224,6 +229,9 @@ class FaultInjector:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
+        if self.cache is not None and (answer := self.cache.route(method, path.split("?")[0])):
+            await _plain(writer, *answer)
+            return
         if method != "POST" or path not in _PATHS:
             await _error(writer, 404, f"no route {method} {path} in the fault injector")
             return
@@ -231,6 +239,8 @@ class FaultInjector:
         chat = path == "/v1/chat/completions"
         prompt = str(req["messages"][-1]["content"] if chat else req["prompt"])
         self.seen.append(Seen(path, prompt, req))
+        if self.cache is not None:
+            self.cache.prompt(prompt)
         fault = self.faults.get(prompt, self.default)
         if unexpected := sorted(self.reject_fields & req.keys()):
             await _error(writer, 422, f"Unexpected fields in the request: {unexpected}")
@@ -383,6 +393,17 @@ async def _close(writer: asyncio.StreamWriter, reset: bool) -> None:
         writer.transport.abort()
     else:
         writer.close()
+
+
+async def _plain(writer: asyncio.StreamWriter, status: int, content_type: str, body: bytes) -> None:
+    reason = "OK" if status == 200 else _REASONS.get(status, "Error")
+    writer.write(
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    writer.close()
 
 
 async def _error(writer: asyncio.StreamWriter, status: int, message: str) -> None:
