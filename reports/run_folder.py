@@ -11,10 +11,10 @@ import json
 import math
 import shlex
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from reports.run_files import (
     RECORDS,
@@ -27,6 +27,7 @@ from reports.run_files import (
     read_summary,
     read_verdicts,
 )
+from slo.cold_start import ColdStartRun
 from slo.errors import SuiteError
 from slo.histogram import Histogram
 from slo.prefix_cache import PrefixCacheRun
@@ -35,6 +36,7 @@ from slo.scenario import objective_name
 from slo.verdict import Outcome
 
 TestStatus = Literal["passed", "failed", "error", "skipped"]
+T = TypeVar("T")
 
 _STATUS_TAGS: tuple[tuple[str, TestStatus], ...] = (
     ("failure", "failed"),
@@ -150,6 +152,8 @@ class ScenarioRun:
     first intended send, gauges, cumulative counters."""
     prefix_cache: PrefixCacheRun | None = None
     """The declared prefix cache and its measured hit rate; None in older runs."""
+    cold_starts: ColdStartRun | None = None
+    """The server starts of a ``[cold_start]`` scenario; None when it has none."""
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -480,21 +484,26 @@ def read_scenario(folder: Path) -> ScenarioRun:
         server_metrics=_histograms(summary.get("server_metrics")),
         workload_s=float(workload_s) if workload_s is not None else None,
         server_series=tuple(series),
-        prefix_cache=_prefix_cache(summary.get("prefix_cache"), folder / SUMMARY),
+        prefix_cache=_part(summary, "prefix_cache", PrefixCacheRun.from_dict, folder / SUMMARY),
+        cold_starts=_part(summary, "cold_starts", ColdStartRun.from_dict, folder / SUMMARY),
     )
 
 
-def _prefix_cache(raw: Any, path: Path) -> PrefixCacheRun | None:
+def _part(
+    summary: Mapping[str, Any], key: str, parse: Callable[[Mapping[str, Any]], T], path: Path
+) -> T | None:
+    """A part of summary.json its own dataclass reads back; None when the run has none."""
+    raw = summary.get(key)
     if raw is None:
         return None
     try:
         if not isinstance(raw, Mapping):
             raise TypeError(f"a {type(raw).__name__}, not an object")
-        return PrefixCacheRun.from_dict(raw)
+        return parse(raw)
     except (KeyError, TypeError, ValueError) as e:
         raise SuiteError(
-            f"{path}: prefix_cache is not as the suite writes it ({e}): restore the file, or "
-            "delete its prefix_cache entry"
+            f"{path}: {key} is not as the suite writes it ({e}): restore the file, or delete "
+            f"its {key} entry"
         ) from None
 
 
