@@ -11,15 +11,18 @@ workload (fixtures/cold_start.py). Each start gives one value of each metric:
 The starts are the samples, assumed independent and alike. Verdicts are two-sided at the
 profile's confidence, each side wrong at most (1 - confidence) / 2 of the time:
 
-- ``p50``: a t interval on the log scale, ``exp(mean(log x) +- t(n-1) sd(log x) / sqrt(n))``.
-  Exact when the starts are log-normal; on skewed shapes with the threshold on the true median
-  (shifted exponential, gamma, a 10% slow mode) wrong PASSes stayed at or under 5%
-  (tests/unit/test_cold_start_simulation.py). One start gives no spread: INCONCLUSIVE.
-- ``p90``, ``p95``, ``p99``: distribution-free order statistics (slo/quantile.py). A model fitted
-  to a few starts cannot know how often a slow one comes: a log-normal fit to 5 starts with a 10%
-  slow mode said PASS in about half the runs whose true p90 sat on the threshold. A PASS of a
-  p90 needs 36 starts at 95%; fewer can FAIL (when even the fastest starts miss) or are
-  INCONCLUSIVE.
+- ``p50``, ``p90``, ``p95``, ``p99``: distribution-free order statistics (slo/quantile.py), which
+  hold for any shape of start times. They need enough starts to bound a side: 6 for a median at
+  95%, 36 for a PASS of a p90 (fewer can still FAIL it, when even the fastest starts miss).
+- A median of 2 to 5 starts, too few for order statistics: a t interval of the log values,
+  ``exp(mean(log x) +- t(n-1) sd(log x) / sqrt(n))``, exact when the starts are log-normal; with
+  the threshold on the true median of skewed shapes (a fixed part plus an exponential delay, a
+  gamma, a 10% slow mode) it was wrong at most 5% of the time (benchmarks/cold_start_errors.py).
+  It is not used past 5 starts: it estimates the geometric mean, which on a skewed shape is not
+  the median, and with many starts its narrow interval misses the median (40 starts: up to 42%
+  wrong FAILs). No such model is used for a p90: a log-normal fit to 5 starts with a 10% slow
+  mode said PASS in about half the runs whose true p90 sat on the threshold. One start gives no
+  interval: INCONCLUSIVE.
 - ``max``: this run's slowest start, a statement about these starts (no interval).
 
 A start whose cold request failed makes every ``ttft_cold`` objective FAIL: the server failed a
@@ -51,10 +54,11 @@ from slo.records import RequestRecord, from_row, to_row
 from slo.verdict import Outcome, Verdict
 
 COLD_START_CLAIM = (
-    "Each cold-start objective is judged over the run's server starts, one value each: a median "
-    "on a t interval of the log values (exact for log-normal starts), a p90/p95/p99 on "
-    "distribution-free order statistics, a max on the run's own starts. A verdict is wrong at "
-    "most 2.5% of the time on log-normal starts (shown by simulation)."
+    "Each cold-start objective is judged over the run's server starts, one value each: a "
+    "percentile on distribution-free order statistics (wrong at most 2.5% of the time whatever "
+    "the shape of the start times), except a median of 2 to 5 starts, on a t interval of the log "
+    "values (exact for log-normal starts, wrong at most 5% on the skewed shapes simulated); a max "
+    "on the run's own starts."
 )
 
 
@@ -156,7 +160,8 @@ class ColdStartRun:
 
 
 def start_interval(values: Sequence[float], statistic: str, confidence: float) -> Interval:
-    """The statistic over the starts with its interval (see the module docstring)."""
+    """The statistic over the starts with its interval (see the module docstring); the
+    interval's note says why a side is unbounded."""
     x = [float(v) for v in values]
     n = len(x)
     if n == 0:
@@ -164,9 +169,9 @@ def start_interval(values: Sequence[float], statistic: str, confidence: float) -
     if statistic == "max":
         m = max(x)
         return Interval(m, m, m, n, float(n), math.nan)
-    if statistic == "p50":
-        return log_t_interval(x, confidence)
     q = int(statistic[1:]) / 100
+    if _log_t(statistic, n, confidence):
+        return log_t_interval(x, confidence)
     ci = quantile_ci(x, q, confidence)
     note = ""
     if not ci.upper_bounded:
@@ -176,6 +181,20 @@ def start_interval(values: Sequence[float], statistic: str, confidence: float) -
             f"{confidence:.0%} (no model of the slow starts is assumed), this run had {n}"
         )
     return Interval(ci.lower, ci.estimate, ci.upper, n, float(n), math.nan, note)
+
+
+def _log_t(statistic: str, n: int, confidence: float) -> bool:
+    """A median of too few starts for order statistics (fewer than 6 at 95%)."""
+    return statistic == "p50" and n < min_samples_to_bound_upper(0.5, confidence)
+
+
+def method(statistic: str, n: int, confidence: float) -> str:
+    """How ``start_interval`` judged this statistic over n starts, in words."""
+    if statistic == "max":
+        return "the run's own starts"
+    if _log_t(statistic, n, confidence):
+        return "t interval of the log values, log-normal starts assumed"
+    return "order statistics"
 
 
 def log_t_interval(values: Sequence[float], confidence: float) -> Interval:
@@ -216,10 +235,8 @@ def judge_cold(
     values = run.samples(objective.metric)
     iv = start_interval(values, objective.statistic, confidence)
     n = len(values)
-    method = {"max": "the run's own starts", "p50": "t interval of the log values"}.get(
-        objective.statistic, "order statistics"
-    )
-    note = f"over {n} server start{'s' if n != 1 else ''} ({method})"
+    how = method(objective.statistic, n, confidence)
+    note = f"over {n} server start{'s' if n != 1 else ''} ({how})"
     failed = [i + 1 for i, v in enumerate(values) if not math.isfinite(v)]
     if failed:
         outcome = Outcome.FAIL
