@@ -1,15 +1,18 @@
 """Cold starts without vLLM: a pool whose "servers" are the fault injector, each start given a
 known start-up time. What is checked: a fresh start per sample (the one before it stopped), the
 workload's first prompts sent one at a time before anything else, the slowest of them taken as
-ttft_cold, a failed one making it infinite, and the A/B order AB BA AB with one server at a time.
+ttft_cold, a failed one making it infinite, the A/B order AB BA AB with one server at a time,
+and an A/B run that compares the arms' starts beside its blocks.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from fixtures.ab import run_ab
 from fixtures.cold_start import NOT_STARTED, cold_requests, measure_ab_starts, measure_starts
 from fixtures.pool import ServerPool
 from fixtures.selection import Selection, select
@@ -17,6 +20,7 @@ from fixtures.server import ServerConfig, VllmServer
 from fixtures.session import ScenarioRunner
 from fixtures.settings import Settings, programmatic
 from slo.cold_start import judge_cold
+from slo.compare import Change
 from slo.scenario import SCENARIO_DIR, parse_objective
 from slo.verdict import Outcome
 from tests.faults.injector import Fault, FaultInjector
@@ -145,3 +149,39 @@ def test_an_endpoint_has_no_start_to_time(tmp_path: Path, injector: FaultInjecto
         parse_objective("t", "o", "startup p50", "<= 1min"), run, confidence=0.95, profile="p"
     )
     assert v.outcome is Outcome.INVALID and "--slo-endpoint" in v.note
+
+
+class SlowCandidatePool(InjectorPool):
+    """As InjectorPool; the candidate arm's servers take twice as long to start."""
+
+    def get(self, config: ServerConfig, *, origin: str) -> VllmServer:
+        server = super().get(config, origin=origin)
+        if dict(config.env).get("SLO_AB_ARM") == "candidate" and server.ready_s is not None:
+            server.ready_s = 2 * (20.0 + len(self.events))
+        return server
+
+
+def test_an_ab_run_compares_the_arms_starts_like_any_objective(
+    tmp_path: Path, injector: FaultInjector
+) -> None:
+    settings = programmatic("cpu-tiny", run_dir=tmp_path / "run", ab_blocks=4, max_requests=16)
+    sel = _selection(tmp_path, settings)
+    pool = SlowCandidatePool(settings, injector)
+    result = run_ab(ScenarioRunner(settings, pool), sel)
+    assert "".join(result.cold_order) == "ABBAAB"
+    startup = result.comparisons["startup p50"]
+    assert startup.change is Change.REGRESSION and startup.n_blocks == 3
+    assert startup.lower > 1.5 and "3 interleaved start pairs" in startup.method
+    assert result.comparisons["ttft p50"].n_blocks == 4  # the blocks, as before
+    assert "startup p50" not in result.costs and "ttft p50" in result.costs
+    # Each arm's own verdicts are judged on its own starts.
+    assert result.baseline.cold_starts is not None and result.candidate.cold_starts is not None
+    assert len(result.candidate.cold_starts.starts) == 3
+    summary = json.loads((settings.run_dir / "cold-start" / "comparison.json").read_text())
+    assert summary["cold_start_order"] == "AB BA AB"
+    names = {c["name"]: c for c in summary["comparisons"]}
+    assert names["startup p50"]["change"] == "REGRESSION"
+    stored = json.loads((settings.run_dir / "cold-start.ab-baseline" / "summary.json").read_text())
+    assert len(stored["cold_starts"]["starts"]) == 3
+    # Six cold starts, then one server per arm for the blocks.
+    assert [e for e in pool.events if e != "stop"].count("start baseline") == 4
