@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -15,11 +17,16 @@ from scipy import stats as sps
 
 from fixtures.ab import compare
 from fixtures.cold_start import compare_ab_starts
+from fixtures.result import ScenarioResult
 from fixtures.selection import select
 from fixtures.session import stored_cold_starts
 from fixtures.settings import programmatic
+from fixtures.targets import ServerInfo
 from reports.files import write_json
+from reports.junit_report import write_junit
+from reports.run_files import verdict_row
 from reports.run_folder import read_scenario
+from reports.signoff import write_signoff
 from slo.cold_start import (
     ColdStart,
     ColdStartRun,
@@ -32,11 +39,13 @@ from slo.compare import Change
 from slo.errors import ScenarioFileError, SuiteError
 from slo.judging import RunEvidence
 from slo.scenario import SCENARIO_DIR, load_scenario
+from slo.stats import summarize
 from slo.verdict import Outcome
 from tests.unit.builders import obj, rec
 from tests.unit.test_ab_fixture import _block
 
 COLD = (SCENARIO_DIR / "cold-start.toml").read_text()
+DATA = Path(__file__).parent / "data"
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -298,3 +307,45 @@ def test_the_ab_comparisons_keep_cold_objectives_apart_from_the_blocks() -> None
     assert set(cold) == {o.name for o in sel.objectives if o.metric in ("startup", "ttft_cold")}
     assert cold["startup p50"].change is Change.REGRESSION
     assert compare_ab_starts(sel, {}, margin=0.1, confidence=0.95) == {}
+
+
+def test_the_signoff_and_junit_show_the_starts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "run-new", run)
+    cold = starts([21.5, 23.0, 22.0], [120.0, 130.0, 110.0])
+    summary = json.loads((run / "realtime" / "summary.json").read_text())
+    write_json(run / "realtime" / "summary.json", {**summary, "cold_starts": cold.as_dict()})
+    v = judge_cold(obj("startup p50", "<= 1min"), cold, confidence=0.95, profile="cpu-tiny")
+    rows = json.loads((run / "verdicts.json").read_text())
+    row = verdict_row(
+        "realtime",
+        "suites/test_realtime.py::test_objective[startup p50]",
+        "0.32.0",
+        "tiny-llama",
+        v.as_dict(),
+    )
+    write_json(run / "verdicts.json", [*rows, row])
+    files = write_signoff([run], tmp_path / "out")
+    md = files.markdown.read_text()
+    assert "### Cold starts" in md and "| 2 | 23.0 s | 130 ms | 130 ms |" in md
+    assert "startup, ttft_cold: n is server starts" in md
+    assert "| realtime | startup p50 | PASS | 22.2 s |" in md
+    junit = ET.parse(write_junit(run, tmp_path / "j.xml"))
+    # slo-junit.xml: one case per objective, this one too.
+    assert "startup p50 <= 60.0 s" in [c.get("name") for c in junit.iter("testcase")]
+
+
+def test_a_cold_start_verdicts_junit_properties_carry_each_start() -> None:
+    s = programmatic("cpu-tiny")
+    sel = select("cold-start", s)
+    records = tuple(rec(i, 50) for i in range(60))
+    server = ServerInfo("http://x", "tiny-llama", "0.32.0", True, 22.0)
+    result = ScenarioResult(
+        sel, server, records, summarize(records), (), 1.0, s, cold_starts=starts([21.0, 22.0])
+    )
+    cold = dict(result.properties(result.judge(obj("startup max", "<= 1min"))))
+    assert cold["slo.outcome"] == "PASS" and cold["slo.n"] == 2
+    assert cold["slo.cold_starts.startup_s"] == "21.000 22.000"
+    assert str(cold["slo.claim"]).startswith("Each cold-start objective")
+    warm = dict(result.properties(result.judge(obj("ttft p50", "<= 1s"))))
+    assert "slo.cold_starts" not in warm and str(warm["slo.claim"]).startswith("Each objective")
