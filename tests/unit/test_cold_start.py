@@ -17,11 +17,13 @@ from scipy import stats as sps
 
 from fixtures.ab import compare
 from fixtures.cold_start import compare_ab_starts
+from fixtures.measure import stop_rule
 from fixtures.result import ScenarioResult
 from fixtures.selection import select
 from fixtures.session import stored_cold_starts
 from fixtures.settings import programmatic
 from fixtures.targets import ServerInfo
+from fixtures.workload import PlannedRequest, WorkloadPlan
 from reports.files import write_json
 from reports.junit_report import write_junit
 from reports.run_files import verdict_row
@@ -349,3 +351,17 @@ def test_a_cold_start_verdicts_junit_properties_carry_each_start() -> None:
     assert str(cold["slo.claim"]).startswith("Each cold-start objective")
     warm = dict(result.properties(result.judge(obj("ttft p50", "<= 1s"))))
     assert "slo.cold_starts" not in warm and str(warm["slo.claim"]).startswith("Each objective")
+
+
+def test_a_sequential_workload_leaves_the_cold_start_objectives_to_the_starts() -> None:
+    settings = programmatic("cpu-tiny", sequential=True)
+    sel = select("cold-start", settings)
+    plan = WorkloadPlan(
+        "chat",
+        10.0,
+        tuple(PlannedRequest(i, "default", 0.1 * i, "p", 1, None, 1, None) for i in range(300)),
+    )
+    rule, stop_when, _ = stop_rule(sel, settings, plan)
+    assert rule is not None and stop_when is not None and rule.looks[0] == 200
+    # The look judges the workload's own objective (ttft p50), far under its threshold.
+    assert stop_when([rec(i, 50) for i in range(200)]) is True
