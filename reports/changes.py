@@ -85,6 +85,8 @@ def cost_lines(run: RunFolder) -> list[str]:
             f"requests ({c['order']}); baseline vLLM {c['baseline']['vllm_version']}, "
             f"candidate vLLM {c['candidate']['vllm_version']}"
         )
+        if c.get("cold_start_order"):
+            line += f"; cold starts before the blocks ({c['cold_start_order']})"
         costs = c.get("costs") or {}
         if costs:
             first = next(iter(costs.values()))
@@ -186,7 +188,9 @@ NOTE = (
     "Ratio candidate/baseline with its interval (log scale; dashed: the margin). REGRESSION: the "
     "whole interval is past the margin on the worse side; NO CHANGE: wholly inside it; "
     "INCONCLUSIVE: neither. Interleaved A/B: the t-interval over block pairs, which holds "
-    "sampling error, serial correlation and drift. Stored baseline: the two runs' own intervals "
+    "sampling error, serial correlation and drift; startup and ttft_cold: over start pairs "
+    "(each arm started in turn, AB BA ...), the ratio of the arms' geometric means. Stored "
+    "baseline: the two runs' own intervals "
     "combined, which cannot tell drift of the machine from a change."
 )
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, TypeVar
 
+from reports.junit_xml import Junit as Junit
+from reports.junit_xml import JunitCase as JunitCase
+from reports.junit_xml import TestStatus as TestStatus
+from reports.junit_xml import read_junit as read_junit
 from reports.run_files import (
     RECORDS,
     SERVER_SERIES,
@@ -27,6 +30,7 @@ from reports.run_files import (
     read_summary,
     read_verdicts,
 )
+from slo.cold_start import ColdStartRun
 from slo.errors import SuiteError
 from slo.histogram import Histogram
 from slo.prefix_cache import PrefixCacheRun
@@ -34,13 +38,8 @@ from slo.records import RequestRecord, from_row
 from slo.scenario import objective_name
 from slo.verdict import Outcome
 
-TestStatus = Literal["passed", "failed", "error", "skipped"]
+T = TypeVar("T")
 
-_STATUS_TAGS: tuple[tuple[str, TestStatus], ...] = (
-    ("failure", "failed"),
-    ("error", "error"),
-    ("skipped", "skipped"),
-)
 # Folders in a run folder that hold no scenario.
 _NOT_SCENARIOS = frozenset({"servers"})
 
@@ -92,42 +91,6 @@ class VerdictRow:
 
 
 @dataclass(frozen=True)
-class JunitCase:
-    """One test case of pytest's junit.xml."""
-
-    classname: str
-    name: str
-    file: str | None
-    time_s: float | None
-    status: TestStatus
-    message: str
-    properties: Mapping[str, str]
-
-    @property
-    def test_id(self) -> str:
-        """pytest's node id, as verdicts.json's ``test`` field spells it."""
-        path = self.file or self.classname.replace(".", "/") + ".py"
-        return f"{path}::{self.name}"
-
-    def is_test(self, test_id: str) -> bool:
-        """Whether this case is the test of that node id. Without the ``file`` attribute
-        (junit_family xunit2, pytest's default) the node id is turned into a class name the
-        way pytest does it: an SLO file's (``gates/chat.slo.toml``) cannot be turned back."""
-        if self.file is not None:
-            return self.test_id == test_id
-        path, *names = test_id.split("::")
-        module = path.replace("/", ".").removesuffix(".py")
-        return (self.classname, self.name) == (".".join([module, *names[:-1]]), names[-1])
-
-
-@dataclass(frozen=True)
-class Junit:
-    cases: tuple[JunitCase, ...]
-    timestamp: str | None
-    hostname: str | None
-
-
-@dataclass(frozen=True)
 class ServerHistogram(Histogram):
     """One of vLLM's histograms over the measured requests (summary.json ``server_metrics``)."""
 
@@ -150,6 +113,8 @@ class ScenarioRun:
     first intended send, gauges, cumulative counters."""
     prefix_cache: PrefixCacheRun | None = None
     """The declared prefix cache and its measured hit rate; None in older runs."""
+    cold_starts: ColdStartRun | None = None
+    """The server starts of a ``[cold_start]`` scenario; None when it has none."""
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -358,47 +323,6 @@ def _verdict(row: Mapping[str, Any], origin: str) -> VerdictRow:
         ) from None
 
 
-def read_junit(path: Path) -> Junit:
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as e:
-        raise SuiteError(
-            f"{path}: not valid XML ({e}): the run was probably cut short before pytest "
-            "finished writing it; render the run from verdicts.json by moving junit.xml away"
-        ) from None
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    cases: list[JunitCase] = []
-    for suite in suites:
-        for tc in suite.iter("testcase"):
-            status: TestStatus = "passed"
-            message = ""
-            for tag, st in _STATUS_TAGS:
-                child = tc.find(tag)
-                if child is not None:
-                    status = st
-                    message = child.get("message") or (child.text or "").strip()
-                    break
-            props = {
-                p.get("name", ""): p.get("value", "")
-                for p in tc.iter("property")
-                if p.get("name") is not None
-            }
-            time_attr = tc.get("time")
-            cases.append(
-                JunitCase(
-                    classname=tc.get("classname", ""),
-                    name=tc.get("name", ""),
-                    file=tc.get("file"),
-                    time_s=float(time_attr) if time_attr else None,
-                    status=status,
-                    message=message,
-                    properties=props,
-                )
-            )
-    first = suites[0] if suites else root
-    return Junit(tuple(cases), first.get("timestamp"), first.get("hostname"))
-
-
 def _scenario_of(case: JunitCase, labels: tuple[str, ...]) -> str:
     """Old junit.xml names no scenario: take it from the module name (suites/test_<name>.py),
     else the run's only scenario folder, else the test's class name."""
@@ -480,21 +404,26 @@ def read_scenario(folder: Path) -> ScenarioRun:
         server_metrics=_histograms(summary.get("server_metrics")),
         workload_s=float(workload_s) if workload_s is not None else None,
         server_series=tuple(series),
-        prefix_cache=_prefix_cache(summary.get("prefix_cache"), folder / SUMMARY),
+        prefix_cache=_part(summary, "prefix_cache", PrefixCacheRun.from_dict, folder / SUMMARY),
+        cold_starts=_part(summary, "cold_starts", ColdStartRun.from_dict, folder / SUMMARY),
     )
 
 
-def _prefix_cache(raw: Any, path: Path) -> PrefixCacheRun | None:
+def _part(
+    summary: Mapping[str, Any], key: str, parse: Callable[[Mapping[str, Any]], T], path: Path
+) -> T | None:
+    """A part of summary.json its own dataclass reads back; None when the run has none."""
+    raw = summary.get(key)
     if raw is None:
         return None
     try:
         if not isinstance(raw, Mapping):
             raise TypeError(f"a {type(raw).__name__}, not an object")
-        return PrefixCacheRun.from_dict(raw)
+        return parse(raw)
     except (KeyError, TypeError, ValueError) as e:
         raise SuiteError(
-            f"{path}: prefix_cache is not as the suite writes it ({e}): restore the file, or "
-            "delete its prefix_cache entry"
+            f"{path}: {key} is not as the suite writes it ({e}): restore the file, or delete "
+            f"its {key} entry"
         ) from None
 
 

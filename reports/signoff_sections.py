@@ -6,6 +6,7 @@ what the page says is decided here, and only here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,7 +59,10 @@ from reports.signoff_format import (
     unjudged_tests,
     verdict_ci,
 )
+from slo.cold_start import COLD_START_CLAIM
+from slo.records import RequestRecord
 from slo.verdict import CLAIM
+from slo.vocabulary import COLD_START_METRICS
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,10 @@ def verdicts(run: RunFolder, confidence: float) -> Section:
     else:
         blocks.append(Paragraph.of("No objective was judged in this run.", "warn"))
     blocks.append(Paragraph.of(VERDICT_NOTE + CLAIM, "note"))
+    if any(v.metric in COLD_START_METRICS for v in run.verdicts):
+        blocks.append(
+            Paragraph.of("startup, ttft_cold: n is server starts. " + COLD_START_CLAIM, "note")
+        )
     blocks += _unjudged(unjudged_tests(run))
     return Section("verdicts", "Objectives", tuple(blocks))
 
@@ -318,6 +326,40 @@ def _about(sc: ScenarioRun) -> Paragraph:
     return Paragraph((line, *(x for x in engine_lines(sc.server) if x)), "sub")
 
 
+def _cold_starts(sc: ScenarioRun) -> list[Block]:
+    """Each start's figures: what the startup and ttft_cold objectives were judged on."""
+    cold = sc.cold_starts
+    if cold is None:
+        return []
+    if cold.unmeasured:
+        return [Heading("Cold starts"), Paragraph.of(f"Not measured: {cold.unmeasured}", "warn")]
+    rows = tuple(
+        (
+            _num(i),
+            _num(fmt(s.ready_s, "startup")),
+            _num(fmt(s.ttft_cold_s, "ttft_cold")),
+            _num(", ".join(fmt(_ttft(r)) for r in s.requests)),
+            Cell(s.log.rsplit("/", 1)[-1], kind="msg"),
+        )
+        for i, s in enumerate(cold.starts, 1)
+    )
+    return [
+        Heading("Cold starts"),
+        Table(("start", "startup", "ttft_cold", "first requests' TTFT", "server log"), rows),
+        Paragraph.of(
+            f"Each start: the server's process start to its first healthy answer (startup), "
+            f"then the workload's first {cold.requests} prompt(s) sent one at a time before any "
+            "warm-up; ttft_cold is the slowest of their TTFTs. The starts are the samples of "
+            "the startup and ttft_cold objectives.",
+            "note",
+        ),
+    ]
+
+
+def _ttft(r: RequestRecord) -> float:
+    return r.ttft_s if r.ok and r.ttft_s is not None else math.inf
+
+
 def scenario(s: ScenarioSection, confidence: float) -> Section:
     sc = s.scenario
     markers = ttft_markers(s.verdicts)
@@ -344,6 +386,7 @@ def scenario(s: ScenarioSection, confidence: float) -> Section:
     blocks: list[Block] = [
         _about(sc),
         *((Paragraph.of(sc.prefix_cache.describe(), "sub"),) if sc.prefix_cache else ()),
+        *_cold_starts(sc),
         *(Paragraph.of(f"run INVALID: {r}", "warn") for r in sc.invalid_reasons),
         *_stats(s.stats, confidence),
         Figures((cdf, server_side)),

@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from slo.cold_start import ColdStartRun, judge_cold
 from slo.planning import requests_for_pass_at
 from slo.records import RequestRecord
 from slo.scenario import Objective, Scenario
 from slo.sequential import StopRule, look_sample
 from slo.stats import RunSummary, summarize
 from slo.verdict import Verdict, check_background, check_server, check_validity, judge
+from slo.vocabulary import COLD_START_METRICS
 
 
 def invalid_reasons(
@@ -57,12 +59,20 @@ class RunEvidence:
     stop_rule: StopRule | None = None
     """Set when the workload stopped sequentially."""
     send_order: tuple[int, ...] = ()
+    cold_starts: ColdStartRun | None = None
+    """The server starts that cold-start objectives are judged on; None: none measured."""
     _summaries: dict[str | None, RunSummary] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     """Per request class, summarised once: planning asks again for every objective."""
 
     def judge(self, objective: Objective) -> Verdict:
+        if objective.metric in COLD_START_METRICS:
+            # Judged on the starts, not the records: the workload's validity and its sequential
+            # looks are about other requests.
+            return judge_cold(
+                objective, self.cold_starts, confidence=self.confidence, profile=self.profile
+            )
         records: Sequence[RequestRecord] = self.records
         confidence = self.confidence
         if self.stop_rule is not None:
@@ -91,7 +101,7 @@ class RunEvidence:
         """Requests a PASS of the verdict's percentile objective needs with 90% probability if
         its true value were ``headroom`` x the threshold (the run's shape and clustering)."""
         obj = verdict.objective
-        if obj.quantile is None or not verdict.n_eff:
+        if obj.quantile is None or not verdict.n_eff or obj.metric in COLD_START_METRICS:
             return None
         return requests_for_pass_at(
             obj,

@@ -12,7 +12,14 @@ from typing import Literal
 
 from slo.errors import ScenarioFileError, UnitError
 from slo.units import Dimension, dimension_of, format_quantity, parse_quantity
-from slo.vocabulary import LOWER_IS_BETTER, METRICS, PER_REQUEST_METRICS, STATISTICS
+from slo.vocabulary import (
+    COLD_START_METRICS,
+    LOWER_IS_BETTER,
+    METRICS,
+    PER_REQUEST_METRICS,
+    START_STATISTICS,
+    STATISTICS,
+)
 
 Comparison = Literal["<=", ">="]
 
@@ -81,6 +88,14 @@ def parse_objective(path: str, key: str, metric_key: str, value: object) -> Obje
         )
     metric, stat, cls = m["metric"], m["stat"], m["cls"]
     _check_statistic(path, full_key, metric_key, metric, stat)
+    if cls is not None and metric in COLD_START_METRICS:
+        raise ScenarioFileError(
+            path,
+            full_key,
+            metric_key,
+            f"{metric} is one value per server start, whatever the class of its requests, so it "
+            f"takes no class=: write '{metric} {stat}'",
+        )
     if not isinstance(value, str) or not (v := _OBJECTIVE_VALUE.match(value)):
         raise ScenarioFileError(
             path,
@@ -110,12 +125,23 @@ def parse_objective(path: str, key: str, metric_key: str, value: object) -> Obje
 def _check_statistic(
     path: str, full_key: str, metric_key: str, metric: str, stat: str | None
 ) -> None:
-    """A known metric, with a known statistic exactly when it is measured per request."""
+    """A known metric, with a known statistic exactly when it has several values per run
+    (per request, or per server start)."""
     if metric not in METRICS:
         raise ScenarioFileError(
             path, full_key, metric, f"unknown metric; known: {', '.join(METRICS)}"
         )
-    if metric in PER_REQUEST_METRICS:
+    if metric in COLD_START_METRICS:
+        if stat not in START_STATISTICS:
+            raise ScenarioFileError(
+                path,
+                full_key,
+                metric_key,
+                f"{metric} is one value per server start and needs a statistic over the starts "
+                f"({', '.join(START_STATISTICS)}), e.g. '{metric} p50' (the typical start) or "
+                f"'{metric} max' (every start of the run)",
+            )
+    elif metric in PER_REQUEST_METRICS:
         if stat is None:
             raise ScenarioFileError(
                 path,

@@ -26,6 +26,7 @@ from slo.profiles import PROFILES_FILE as PROFILES_FILE
 from slo.profiles import load_profile as load_profile
 from slo.profiles import load_profiles as load_profiles
 from slo.schema import Api as Api
+from slo.schema import ColdStartSpec as ColdStartSpec
 from slo.schema import InconclusivePolicy as InconclusivePolicy
 from slo.schema import Profile as Profile
 from slo.schema import PromptLengths as PromptLengths
@@ -39,14 +40,20 @@ from slo.toml_table import Table, read_toml
 from slo.units import Dimension
 from slo.vocabulary import AGGREGATE_METRICS as AGGREGATE_METRICS
 from slo.vocabulary import ARRIVALS as ARRIVALS
-from slo.vocabulary import GOODPUT_METRICS
+from slo.vocabulary import COLD_START_METRICS, GOODPUT_METRICS
 from slo.vocabulary import LOWER_IS_BETTER as LOWER_IS_BETTER
 from slo.vocabulary import METRICS as METRICS
 from slo.vocabulary import PER_REQUEST_METRICS as PER_REQUEST_METRICS
 from slo.vocabulary import STATISTICS as STATISTICS
 from slo.vocabulary import Arrival as Arrival
 from slo.workload_file import MAX_REQUESTS as MAX_REQUESTS
-from slo.workload_file import parse_instances, parse_search, parse_sweep, parse_workload
+from slo.workload_file import (
+    parse_cold_start,
+    parse_instances,
+    parse_search,
+    parse_sweep,
+    parse_workload,
+)
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -98,6 +105,8 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     )
     val_t.done()
     search = parse_search(top.table("search")) if "search" in top.data else None
+    cold = parse_cold_start(top.table("cold_start"), workload) if "cold_start" in top.data else None
+    _check_cold_start(p, cold, objectives, instances)
     top.done()
     return Scenario(
         name,
@@ -111,6 +120,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         instances,
         sweep,
         search,
+        cold,
     )
 
 
@@ -129,6 +139,45 @@ def _check_prefix_caching(
                 f'contradicts [workload] prefix_cache = "{workload.prefix_cache}": delete the '
                 "engine arg (the suite sets it from prefix_cache) or change prefix_cache",
             )
+
+
+def _check_cold_start(
+    path: str,
+    cold: ColdStartSpec | None,
+    objectives: Mapping[str, tuple[Objective, ...]],
+    instances: Mapping[str, Any],
+) -> None:
+    """Cold-start objectives need the ``[cold_start]`` table, and it needs one of them: the
+    restarts are costly, so they happen only for an objective that is judged on them."""
+    named = [
+        (profile, o) for profile, objs in objectives.items() for o in objs
+        if o.metric in COLD_START_METRICS
+    ]  # fmt: skip
+    if cold is None and named:
+        profile, o = named[0]
+        raise ScenarioFileError(
+            path,
+            f'objectives.{profile}."{o.name}"',
+            o.name,
+            "a cold-start objective needs a [cold_start] table: starts = N (server starts, "
+            "one value each) and requests = K (the first requests after each start)",
+        )
+    if cold is not None and not named:
+        raise ScenarioFileError(
+            path,
+            "cold_start",
+            {"starts": cold.starts, "requests": cold.requests},
+            "no profile has a startup or ttft_cold objective, so the starts would be judged by "
+            'nothing: add one (e.g. "startup p50" = "<= 60s") or delete the table',
+        )
+    if cold is not None and instances:
+        raise ScenarioFileError(
+            path,
+            "cold_start",
+            {"starts": cold.starts, "requests": cold.requests},
+            "cold starts are measured on one server, and this scenario has [servers.NAME] "
+            "instances: measure them in a scenario with one [server]",
+        )
 
 
 def _objectives(t: Table, workload: Workload) -> dict[str, tuple[Objective, ...]]:

@@ -87,6 +87,17 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class ColdStartSpec:
+    """``[cold_start]``: the server is started ``starts`` times before the workload; each start
+    gives one ``startup`` value and one ``ttft_cold`` value (slo/cold_start.py)."""
+
+    starts: int
+    requests: int = 1
+    """The first requests after each start, sent one at a time before any warm-up: the
+    workload's first measured prompts."""
+
+
+@dataclass(frozen=True)
 class Validity:
     """``[validity]``: past ``schedule_lag_p99_s`` the client lagged and the run is INVALID;
     past ``error_rate`` the server failed it and every objective FAILs."""
@@ -152,6 +163,8 @@ class Scenario:
     """``[sweep]``: engine arg -> values; the sweep runs the workload once per combination."""
     search: SearchEnvelope | None = None
     """The worst-case search's envelope; None: the scenario has no ``[search]`` table."""
+    cold_start: ColdStartSpec | None = None
+    """None: no ``[cold_start]`` table, so no server restarts and no cold-start objectives."""
 
     def objectives_for(self, profile: str) -> tuple[Objective, ...]:
         try:

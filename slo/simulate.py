@@ -13,6 +13,9 @@ rule says PASS where the truth is "just misses" and FAIL where it is "just meets
   service, at a given utilisation; started in its steady state, or empty (``warmup``), which is
   how a real run starts: its first requests meet an idle server.
 - ``drift``: any model with a linear rise of the scale through the run (a server slowing down).
+- Server start times (``start_models``, one value per start; slo/cold_start.py): log-normal, a
+  fixed part plus an exponential delay, a gamma, and a log-normal with a 10% slow mode (a start
+  that meets a busy disk or a compile); ``start_pairs`` draws two arms' starts in AB BA order.
 
 Every model is scaled so that its true ``q``-quantile equals 1; a threshold of ``r`` then puts the
 truth at 1/r of the threshold.
@@ -195,3 +198,90 @@ def judge_sequentially(
         used[rows[done]] = n
         open_[rows[done]] = False
     return verdict, used
+
+
+# --- server starts (slo/cold_start.py) ---------------------------------------------------------
+
+
+def shifted_exponential(base: float = 20.0, scale: float = 1.0) -> TrafficModel:
+    """A fixed start-up plus an exponential delay: strongly skewed for its spread."""
+
+    def draw(rng: np.random.Generator, runs: int, n: int) -> Array:
+        return base + rng.exponential(scale, (runs, n))
+
+    return TrafficModel(
+        f"{base:g} s + exponential {scale:g} s", draw, lambda q: base - scale * math.log1p(-q)
+    )
+
+
+def gamma_starts(shape: float = 2.0) -> TrafficModel:
+    from scipy import stats as sps
+
+    def draw(rng: np.random.Generator, runs: int, n: int) -> Array:
+        return rng.gamma(shape, 1.0, (runs, n))
+
+    return TrafficModel(f"gamma shape {shape:g}", draw, lambda q: float(sps.gamma.ppf(q, shape)))
+
+
+def slow_mode(share: float = 0.1, factor: float = 1.5, sigma: float = 0.05) -> TrafficModel:
+    """Log-normal starts of which ``share`` take ``factor`` times longer."""
+    from scipy import optimize
+
+    def draw(rng: np.random.Generator, runs: int, n: int) -> Array:
+        slow = rng.random((runs, n)) < share
+        scale: Array = np.where(slow, factor, 1.0)
+        return np.exp(sigma * rng.standard_normal((runs, n))) * scale
+
+    def quantile(q: float) -> float:
+        def cdf(x: float) -> float:
+            f = NormalDist(0, sigma).cdf
+            return (1 - share) * f(math.log(x)) + share * f(math.log(x / factor)) - q
+
+        return float(optimize.brentq(cdf, 0.5, 2 * factor))
+
+    return TrafficModel(f"log-normal, {share:.0%} of starts x{factor:g}", draw, quantile)
+
+
+def start_models() -> tuple[TrafficModel, ...]:
+    """The shapes the cold-start verdicts are checked on; the first is their model."""
+    return (iid(0.1), shifted_exponential(), gamma_starts(), slow_mode())
+
+
+def judge_start_runs(
+    x: npt.ArrayLike, statistic: str, confidence: float, threshold: float = 1.0
+) -> npt.NDArray[np.int64]:
+    """The verdict of "startup STATISTIC <= threshold" for each run (row: its starts), as
+    slo.cold_start.judge_cold reaches it."""
+    from slo.cold_start import ColdStart, ColdStartRun, judge_cold
+    from slo.objectives import Objective
+    from slo.verdict import Outcome
+
+    objective = Objective("startup", statistic, "<=", threshold)
+    codes = {Outcome.PASS: PASS, Outcome.FAIL: FAIL}
+    out = []
+    for row in np.atleast_2d(np.asarray(x, dtype=np.float64)):
+        run = ColdStartRun(tuple(ColdStart(float(v), ()) for v in row), requests=1)
+        v = judge_cold(objective, run, confidence=confidence, profile="simulated")
+        out.append(codes.get(v.outcome, INCONCLUSIVE))
+    return np.asarray(out, dtype=np.int64)
+
+
+def start_pairs(
+    rng: np.random.Generator,
+    runs: int,
+    pairs: int,
+    ratio: float,
+    *,
+    sigma: float = 0.1,
+    drift_sd: float = 0.05,
+    order: float = 0.0,
+) -> tuple[Array, Array]:
+    """(baseline, candidate) starts, runs x pairs: log-normal of log-sd ``sigma``, the candidate
+    ``ratio`` times slower, the machine drifting between pairs (a random walk of step
+    ``drift_sd`` in log terms, shared by a pair) and the first start of each pair ``order``
+    slower in log terms (a pair runs AB, then BA, ...)."""
+    walk = np.cumsum(rng.normal(0.0, drift_sd, (runs, pairs)), axis=1)
+    a_first = np.arange(pairs) % 2 == 0
+    a = walk + sigma * rng.standard_normal((runs, pairs)) + np.where(a_first, order, 0.0)
+    b = walk + sigma * rng.standard_normal((runs, pairs)) + np.where(a_first, 0.0, order)
+    return np.exp(a), np.exp(b + math.log(ratio))

@@ -41,6 +41,9 @@ class MetricDef:
     pooled: bool = False
     """Several values per request (the gaps of ITL), pooled over requests: one request's values
     move together, so intervals group them by request."""
+    per_start: bool = False
+    """One value per server start (the cold-start metrics), judged by a statistic over the
+    starts of a ``[cold_start]`` table (slo/cold_start.py)."""
 
 
 _TIME, _TOKEN_RATE, _REQUEST_RATE, _RATIO = (
@@ -139,12 +142,32 @@ METRIC_DEFS: tuple[MetricDef, ...] = (
         "requests per second that met every [goodput] bound",
     ),
     MetricDef("error_rate", _RATIO, False, True, "failed requests / measured requests"),
+    MetricDef(
+        "startup",
+        _TIME,
+        False,
+        True,
+        "server process start -> its first healthy /health answer, one value per start",
+        per_start=True,
+    ),
+    MetricDef(
+        "ttft_cold",
+        _TIME,
+        False,
+        True,
+        "the slowest ttft of the first requests after the server became ready, sent one at a "
+        "time before any warm-up, one value per start",
+        per_start=True,
+    ),
 )
 
 METRIC_BY_NAME: Mapping[str, MetricDef] = MappingProxyType({m.name: m for m in METRIC_DEFS})
 METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS)
 PER_REQUEST_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS if m.per_request)
-AGGREGATE_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS if not m.per_request)
+AGGREGATE_METRICS: tuple[str, ...] = tuple(
+    m.name for m in METRIC_DEFS if not m.per_request and not m.per_start
+)
+COLD_START_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS if m.per_start)
 LOWER_IS_BETTER: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS if m.lower_is_better)
 GOODPUT_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_DEFS if m.goodput_bound)
 POOLED_METRICS: frozenset[str] = frozenset(m.name for m in METRIC_DEFS if m.pooled)
@@ -155,6 +178,9 @@ METRIC_DIMENSIONS: Mapping[str, Dimension] = MappingProxyType(
 
 QUANTILES: tuple[int, ...] = (50, 90, 95, 99)
 STATISTICS: tuple[str, ...] = (*(f"p{q}" for q in QUANTILES), "mean", "max")
+START_STATISTICS: tuple[str, ...] = (*(f"p{q}" for q in QUANTILES), "max")
+"""Statistics over server starts: quantiles and the max; no mean, whose interval over a few
+starts would rest on a model of the slow ones (slo/cold_start.py)."""
 
 Arrival = Literal["poisson", "constant", "gamma", "bursts", "ramp", "trace", "closed"]
 ARRIVALS: tuple[str, ...] = get_args(Arrival)

@@ -1,4 +1,5 @@
-"""A scenario file's ``[workload]``, ``[servers.NAME]``, ``[sweep]`` and ``[search]`` tables."""
+"""A scenario file's ``[workload]``, ``[servers.NAME]``, ``[sweep]``, ``[search]`` and
+``[cold_start]`` tables."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 from slo.errors import ScenarioFileError
 from slo.prefix_cache import DEFAULT_PREFIX_CACHE, PREFIX_CACHE_MODES
-from slo.schema import PromptLengths, SearchEnvelope, SharedPrefix, TrafficClass, Workload
+from slo.schema import (
+    ColdStartSpec,
+    PromptLengths,
+    SearchEnvelope,
+    SharedPrefix,
+    TrafficClass,
+    Workload,
+)
 from slo.toml_table import Table
 from slo.trace import TraceEntry, load_trace
 from slo.units import Dimension
@@ -18,6 +26,11 @@ from slo.vocabulary import ARRIVAL_KEYS, ARRIVALS, OPEN_LOOP_RATED
 # Most requests one workload may plan: the plan holds every request (prompt text included) in
 # memory, so a count past this ends in MemoryError, not a run. Longer soaks: several runs.
 MAX_REQUESTS = 1_000_000
+MAX_STARTS = 100
+_WHY_MAX_STARTS = (
+    ": each start takes the server's whole start-up (minutes on a GPU). Fix: fewer starts; a "
+    "median needs a few, a p90 about 36 and a p99 about 370 (see docs/statistics.md)"
+)
 _WHY_MAX = (
     " per workload: every planned request is held in memory. "
     "Fix: use a smaller count (split a longer soak into several runs)"
@@ -281,3 +294,21 @@ def parse_search(t: Table) -> SearchEnvelope:
     )
     t.done()
     return envelope
+
+
+def parse_cold_start(t: Table, workload: Workload) -> ColdStartSpec:
+    """``[cold_start]``: how many starts, and how many of the workload's first measured prompts
+    follow each one."""
+    spec = ColdStartSpec(
+        starts=t.positive_int("starts", maximum=MAX_STARTS, why_maximum=_WHY_MAX_STARTS),
+        requests=t.positive_int("requests", default=1),
+    )
+    if spec.requests > workload.requests:
+        raise t.error(
+            "requests",
+            spec.requests,
+            f"at most the workload's {workload.requests} measured requests: the cold requests "
+            "are its first prompts; lower requests or raise the workload's",
+        )
+    t.done()
+    return spec
