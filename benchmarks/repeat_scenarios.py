@@ -7,8 +7,20 @@ with the estimates' spread and the effective sample sizes. A scenario is reliabl
 calibrated when every objective PASSes in at least 19 runs of 20, and still FAILs when
 tightened.
 
+Each run also forecasts how often a repeat like it would PASS (column "forecast": the lowest
+over the runs), from its own figures plugged in as the truth: for a pQ objective the fraction
+of requests over the threshold and the effective sample size (slo/planning.pass_chance, exact
+for that binomial count); for a mean or an aggregate a normal approximation from the interval's
+half-width. And the room it had (column "room"): for a pQ, its effective samples over those a
+PASS needs with 90% probability at that fraction (x1 is the edge; the clustering moves the
+effective samples from run to run, 1.8x to 5x apart on 2 cores); otherwise the distance from
+the estimate to the threshold in interval half-widths (a PASS needs 1). A forecast is an
+estimate from one run, not a measurement: it says which objectives a few runs already show to
+sit far from 19 in 20, and which need the 20 runs.
+
 Usage: .venv/bin/python benchmarks/repeat_scenarios.py -m realtime -k 5 [--tighten 3]
        [--out DIR] [-- extra pytest args]
+       .venv/bin/python benchmarks/repeat_scenarios.py --forecast RUN_DIR [RUN_DIR ...]
 Not a test: it prints figures and asserts nothing.
 """
 
@@ -16,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -24,7 +37,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from scipy.stats import norm
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from slo.planning import pass_chance, requests_needed  # noqa: E402
+from slo.records import from_row  # noqa: E402
+from slo.stats import summarize  # noqa: E402
+from slo.vocabulary import PER_REQUEST_METRICS, POOLED_METRICS  # noqa: E402
 
 
 def run(args: list[str], report_dir: Path) -> int:
@@ -52,20 +73,70 @@ def verdicts(report_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def forecast(folder: Path, row: dict[str, Any]) -> tuple[float, str]:
+    """How often a repeat of this run would PASS the row's objective, and the room the run
+    had (see the docstring)."""
+    conf, threshold, est = float(row["confidence"]), float(row["threshold"]), row["estimate"]
+    below = row["comparison"] == "<="
+    statistic, metric = str(row["statistic"] or ""), str(row["metric"])
+    records = folder / str(row["scenario"]) / "records.jsonl"
+    per_request = metric in PER_REQUEST_METRICS and metric not in POOLED_METRICS
+    if statistic.startswith("p") and per_request and records.exists():
+        rows = [from_row(json.loads(line)) for line in records.read_text().splitlines() if line]
+        values = summarize(rows, request_class=row["request_class"]).samples(metric)
+        values = values[int(row.get("warmup_dropped") or 0) :]
+        if not values or row.get("n_eff") is None:
+            return math.nan, ""
+        p_over = sum(v > threshold for v in values) / len(values)
+        q = int(statistic[1:]) / 100
+        n_eff = float(row["n_eff"])
+        # ">=": PASS is the interval wholly above the threshold.
+        chance = pass_chance(q, conf, p_over, len(values), n_eff, below=below)
+        need = requests_needed(q, conf, p_over, 1.0, below=below)
+        return chance, "" if need is None else f"n_eff x{n_eff / need:.2f}"
+    lower, upper = row.get("ci_lower"), row.get("ci_upper")
+    if est is None or lower is None or upper is None:
+        return math.nan, ""
+    half = float(upper - est) if below else float(est - lower)
+    if not math.isfinite(half) or half <= 0:
+        return math.nan, ""
+    z = float(norm.ppf(1 - (1 - conf) / 2))
+    margin = (threshold - est) if below else (est - threshold)
+    return float(norm.cdf(z * margin / half - z)), f"{margin / half:.1f} half-widths"
+
+
+def print_forecasts(folders: list[Path]) -> None:
+    print(f"{'run':<16}{'objective':<48}{'outcome':>13}  forecast  room")
+    for folder in folders:
+        for v in verdicts(folder):
+            key = f"{v['scenario']}: {v['objective']}"
+            chance, room = forecast(folder, v)
+            print(f"{folder.name:<16}{key:<48}{v['outcome']:>13}  {chance:8.3f}  {room}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-m", dest="marker", required=True, help="pytest marker, e.g. realtime")
+    parser.add_argument("-m", dest="marker", help="pytest marker, e.g. realtime")
+    parser.add_argument(
+        "--forecast", nargs="+", type=Path, help="only forecast from these run folders"
+    )
     parser.add_argument("-k", dest="runs", type=int, default=5, help="runs (default: 5)")
     parser.add_argument("--tighten", type=float, default=3.0, help="replay factor (default: 3)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
+    if args.forecast:
+        print_forecasts(args.forecast)
+        return
+    if not args.marker:
+        parser.error("-m MARKER is required unless --forecast is given")
     out = args.out or ROOT / "slo-runs" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     tightened: dict[str, Counter[str]] = defaultdict(Counter)
     estimates: dict[str, list[float]] = defaultdict(list)
     n_eff: dict[str, list[float]] = defaultdict(list)
+    chances: dict[str, list[float]] = defaultdict(list)
     for i in range(args.runs):
         folder = out / f"run{i + 1}"
         t0 = time.monotonic()
@@ -78,6 +149,7 @@ def main() -> None:
                 estimates[key].append(float(v["estimate"]))
             if v.get("n_eff") is not None:
                 n_eff[key].append(float(v["n_eff"]))
+            chances[key].append(forecast(folder, v)[0])
         replay = out / f"run{i + 1}-tightened"
         run(
             ["-m", args.marker, f"--slo-replay={folder}", "--slo-tighten", f"{args.tighten:g}"],
@@ -88,7 +160,10 @@ def main() -> None:
                 v["outcome"]
             ] += 1
     print(f"\n{args.runs} runs of -m {args.marker}; run folders in {out}")
-    print(f"{'objective':<48}{'PASS':>5}{'FAIL':>5}{'INC':>5}{'INV':>5}  estimate (cv)   n_eff")
+    print(
+        f"{'objective':<48}{'PASS':>5}{'FAIL':>5}{'INC':>5}{'INV':>5}"
+        "  estimate (cv)   n_eff   forecast"
+    )
     for key in sorted(outcomes):
         c = outcomes[key]
         est = estimates[key]
@@ -97,6 +172,7 @@ def main() -> None:
         print(
             f"{key:<48}{c['PASS']:>5}{c['FAIL']:>5}{c['INCONCLUSIVE']:>5}{c['INVALID']:>5}"
             f"  {statistics.fmean(est) if est else float('nan'):.4g} ({cv:.1%})   {neff}"
+            f"   {min(chances[key], default=math.nan):.3f}"
         )
     print(f"\nthe same runs judged {args.tighten:g}x tighter (replay):")
     for key in sorted(tightened):

@@ -86,6 +86,22 @@ def requests_needed(
     return min(LIMIT, math.ceil(m * max(vif, 1.0)))
 
 
+def pass_chance(
+    q: float, confidence: float, p_over: float, n: int, n_eff: float, *, below: bool = True
+) -> float:
+    """Probability that a run of ``n`` requests with ``n_eff`` effective samples PASSes a pQ
+    objective (interval wholly below the threshold; ``below=False``: wholly above) when a
+    fraction ``p_over`` of requests is over the threshold. The forecast of a repeat: with a
+    run's own ``p_over`` plugged in, it is an estimate, as uncertain as that fraction."""
+    m = int(n_eff)
+    if m < 1 or (below and not clustering_trusted(n, m)):
+        return 0.0  # no upper bound without a trusted clustering estimate (slo/intervals.py)
+    lo_rank, up_rank = _ranks(m, q, confidence)
+    if below:
+        return 0.0 if up_rank is None else float(binom.cdf(m - up_rank, m, p_over))
+    return 0.0 if lo_rank is None else float(binom.sf(m - lo_rank, m, p_over))
+
+
 def requests_for_pass_at(
     objective: Objective, values: tuple[float, ...], vif: float, confidence: float, headroom: float
 ) -> int | None:

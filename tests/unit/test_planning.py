@@ -6,7 +6,7 @@ import numpy as np
 from scipy.stats import binom
 
 from slo.intervals import MIN_EFFECTIVE
-from slo.planning import requests_for_pass_at, requests_needed
+from slo.planning import pass_chance, requests_for_pass_at, requests_needed
 from slo.quantile import _ranks, min_samples_to_bound_upper
 from slo.stats import summarize
 from slo.verdict import Outcome, evaluate
@@ -79,3 +79,29 @@ def test_a_clustered_inconclusive_says_how_many_requests_would_decide() -> None:
     assert "clustered" in verdict.note and "requests would decide it" in verdict.note
     need = int(verdict.note.split("about ")[1].split(" requests")[0])
     assert verdict.n_eff is not None and need >= MIN_EFFECTIVE * 160 / verdict.n_eff
+
+
+def test_the_forecast_of_a_repeat_matches_how_often_verdicts_pass() -> None:
+    # Known truth: independent lognormal TTFTs with 0.5% of requests over the threshold of a
+    # p99 (its true p99 just under it). The suite's own verdicts over 300 runs of 600 requests
+    # PASS as often as the forecast says, within Monte Carlo error.
+    rng = np.random.default_rng(11)
+    sigma, n, runs = 0.5, 600, 300
+    threshold_ms = float(np.exp(sigma * 2.5758))  # exp(sigma * z_0.995): P(over) = 0.5%
+    p99 = obj("ttft p99", f"<= {threshold_ms:.6f}ms")
+    passed = 0
+    for _ in range(runs):
+        ms = rng.lognormal(0, sigma, n)
+        summary = summarize([rec(i, float(v)) for i, v in enumerate(ms)])
+        v = evaluate(p99, summary, confidence=0.95, profile="cpu-tiny")
+        passed += v.outcome is Outcome.PASS
+    forecast = pass_chance(0.99, 0.95, 0.005, n, n)
+    se = (forecast * (1 - forecast) / runs) ** 0.5
+    assert abs(passed / runs - forecast) < 3.5 * se + 0.02, (passed / runs, forecast)
+    # Closer to the threshold, or fewer effective samples, forecast fewer PASSes.
+    assert pass_chance(0.99, 0.95, 0.008, n, n) < forecast
+    assert pass_chance(0.99, 0.95, 0.005, n, n / 3) < forecast
+    # Clustered below the trusted floor: the upper side is unbounded, no PASS.
+    assert pass_chance(0.9, 0.95, 0.0, 1000, MIN_EFFECTIVE - 1) == 0.0
+    # A FAIL-side forecast ("interval wholly above") for a fraction well over 1 - q.
+    assert pass_chance(0.99, 0.95, 0.05, n, n, below=False) > 0.99
