@@ -102,6 +102,27 @@ def test_the_slo_files_ini_glob_chooses_the_files(
     assert _collected(result) == _ids("api.gate.toml", OBJECTIVES)
 
 
+def test_a_toml_file_without_a_scenario_table_is_left_to_pytest(
+    pytester: pytest.Pytester, sigterm_default: None
+) -> None:
+    pytester.makefile(".toml", pyproject='[project]\nname = "team"\n')
+    result = pytester.runpytest_inprocess("pyproject.toml", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: not found: {pytester.path / 'pyproject.toml'}"])
+    assert not [line for line in result.outlines if line.startswith("slo:")]
+    assert not (pytester.path / "slo-runs").exists()
+
+
+def test_a_named_toml_file_with_a_scenario_table_gets_the_parsers_error_even_unparsable(
+    pytester: pytest.Pytester, cpu_tiny: None
+) -> None:
+    pytester.makefile(".toml", gate=CHAT.replace('name = "chat"', 'name = "chat'))
+    result = pytester.runpytest_inprocess("gate.toml", "--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    (line,) = _error_section(result)
+    assert line.startswith(f"{pytester.path / 'gate.toml'}: ")
+
+
 # Activation: inert in projects that have no SLO file.
 
 
