@@ -242,6 +242,32 @@ def test_a_folders_slo_files_get_junit_and_benchmark_json_in_the_run_folder(
     assert all(folder.junit_case(v.test) is not None for v in folder.verdicts)
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["named", "found in a folder"])
+def test_a_run_leaves_no_benchmark_storage_folder_where_nothing_is_saved(
+    pytester: pytest.Pytester, cpu_tiny: None, named: bool
+) -> None:
+    (pytester.path / "gates").mkdir()
+    (pytester.path / "gates" / "rt.slo.toml").write_text(REALTIME)
+    args = [f"--slo-replay={NEW}", "--slo-report-dir=run"]
+    result = pytester.runpytest_inprocess(*args, *(["gates/rt.slo.toml"] if named else []))
+    assert (pytester.path / "run" / "benchmark.json").exists(), result.outlines
+    assert not (pytester.path / ".benchmarks").exists()
+
+
+def test_benchmark_storage_the_user_asks_for_is_kept(
+    pytester: pytest.Pytester, cpu_tiny: None
+) -> None:
+    pytester.makefile(".slo.toml", rt=REALTIME)
+    (pytester.path / ".benchmarks").mkdir()  # there before the run: not the suite's to remove
+    args = [f"--slo-replay={NEW}", "rt.slo.toml"]
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run1")
+    assert (pytester.path / ".benchmarks").is_dir()
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run2", "--benchmark-storage=mine")
+    assert (pytester.path / "mine").is_dir()
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run3", "--benchmark-autosave")
+    assert list((pytester.path / ".benchmarks").glob("*/0001_*.json"))
+
+
 # A run, then the sign-off page's judge-again command from another folder.
 
 
