@@ -173,6 +173,28 @@ def test_the_scenario_marker_selects_with_m_under_strict_markers(
     assert _collected(others) == [] and "test_plain.py::test_plain" in others.outlines
 
 
+def _marker_lines(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if line.startswith("@pytest.mark.")]
+
+
+def test_pytest_markers_lists_the_markers_of_the_slo_files_it_would_collect(
+    pytester: pytest.Pytester, sigterm_default: None
+) -> None:
+    (pytester.path / "gates").mkdir()
+    (pytester.path / "gates" / "chat.slo.toml").write_text(CHAT)
+    (pytester.path / "gates" / "notes.toml").write_text(CHAT.replace('"chat"', '"notes"', 1))
+    (pytester.path / "build").mkdir()  # in pytest's norecursedirs: not collected, not listed
+    (pytester.path / "build" / "old.slo.toml").write_text(CHAT.replace('"chat"', '"old"', 1))
+    pytester.makefile(".toml", gate=CHAT.replace('"chat"', '"gate"', 1))
+    description = REALTIME.split('description = "')[1].split('"')[0]
+    found = _marker_lines(pytester.runpytest_inprocess("--markers"))
+    assert f"@pytest.mark.chat: {description} (SLO file chat.slo.toml)" in found
+    assert not [m for m in found if m.startswith(("@pytest.mark.notes", "@pytest.mark.old"))]
+    named = _marker_lines(pytester.runpytest_inprocess("--markers", "gate.toml"))
+    assert f"@pytest.mark.gate: {description} (SLO file gate.toml)" in named
+    assert not [m for m in named if m.startswith("@pytest.mark.chat")]
+
+
 # Bad input: one line naming the file, the key, the value and the fix.
 
 
