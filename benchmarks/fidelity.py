@@ -60,11 +60,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from looplag import loop_lateness  # noqa: E402
 from spans import SERVER_ENV, SpanSink  # noqa: E402
 
+from fixtures.engine_args import check_engine_args  # noqa: E402
 from fixtures.host import usable_cpus  # noqa: E402
 from fixtures.metrics import scrape  # noqa: E402
 from fixtures.models import resolve_model  # noqa: E402
 from fixtures.runner import Target, run_plan  # noqa: E402
-from fixtures.server import ServerConfig, VllmServer, check_engine_args  # noqa: E402
+from fixtures.server import ServerConfig, VllmServer  # noqa: E402
 from fixtures.targets import MODEL_CACHE, load_tokenizer  # noqa: E402
 from fixtures.workload import PlannedRequest, PromptFactory, WorkloadPlan  # noqa: E402
 from slo.errors import EngineArgError  # noqa: E402

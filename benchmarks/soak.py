@@ -39,10 +39,11 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fixtures.engine_args import check_engine_args  # noqa: E402
 from fixtures.pool import ServerPool  # noqa: E402
 from fixtures.runner import Target, run_plan  # noqa: E402
 from fixtures.selection import select  # noqa: E402
-from fixtures.server import VllmServer, check_engine_args  # noqa: E402
+from fixtures.server import VllmServer  # noqa: E402
 from fixtures.session import ScenarioRunner  # noqa: E402
 from fixtures.settings import programmatic  # noqa: E402
 from fixtures.targets import load_tokenizer  # noqa: E402

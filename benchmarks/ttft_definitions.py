@@ -35,10 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fixtures.engine_args import OFFLINE_ENV, check_engine_args  # noqa: E402
 from fixtures.host import usable_cpus  # noqa: E402
 from fixtures.models import resolve_model  # noqa: E402
 from fixtures.runner import Target, run_plan  # noqa: E402
-from fixtures.server import OFFLINE_ENV, ServerConfig, VllmServer, check_engine_args  # noqa: E402
+from fixtures.server import ServerConfig, VllmServer  # noqa: E402
 from fixtures.targets import MODEL_CACHE  # noqa: E402
 from fixtures.workload import PlannedRequest, WorkloadPlan  # noqa: E402
 from slo.profiles import load_profile  # noqa: E402

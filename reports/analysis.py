@@ -2,17 +2,18 @@
 
 Everything here is plain data (frozen dataclasses); signoff.py only lays it out. Latency
 percentiles reuse the suite's own statistics (slo.stats, slo.quantile), so the report and the
-verdicts can never disagree on how a p99 is computed.
+verdicts can never disagree on how a p99 is computed. vLLM's own figures have modules of their
+own: ttft_decomposition.py (its histograms against client TTFT) and server_series.py (its
+scheduler over time).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.run_folder import RunFolder, ScenarioRun, ServerHistogram, VerdictRow
+from reports.run_folder import RunFolder, ScenarioRun, VerdictRow
 from slo.intervals import quantile_interval
 from slo.records import RequestRecord
 from slo.stats import RunSummary, safe_percentile, summarize
@@ -211,155 +212,6 @@ def timeline(scenario: ScenarioRun, bins: int = 600, max_points: int = 4000) -> 
     )
 
 
-TTFT_HIST = "vllm:time_to_first_token_seconds"
-QUEUE_HIST = "vllm:request_queue_time_seconds"
-PREFILL_HIST = "vllm:request_prefill_time_seconds"
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str
-    seconds: float
-    source: str
-
-
-@dataclass(frozen=True)
-class TtftComparison:
-    """Client TTFT against vLLM's own ``time_to_first_token`` for the same requests."""
-
-    statistic: str
-    client: float
-    server: float | None
-    server_bucket: tuple[float, float] | None
-    """The histogram bucket the server quantile lies in (its resolution)."""
-
-    @property
-    def difference(self) -> tuple[float, float] | None:
-        """client - vLLM as the bounds the bucket allows (equal for a mean); None: no figure
-        (not recorded, or the bucket is so wide that the difference could be 0)."""
-        if self.server is None:
-            return None
-        if self.server_bucket is None:
-            return self.client - self.server, self.client - self.server
-        low, high = self.client - self.server_bucket[1], self.client - self.server_bucket[0]
-        return None if low <= 0 <= high or not math.isfinite(low) else (low, high)
-
-
-@dataclass(frozen=True)
-class Decomposition:
-    client_mean: float
-    client_n: int
-    server_count: int
-    components: tuple[Component, ...]
-    """Stacked, they add up to the client's mean TTFT (the last is the remainder)."""
-    comparisons: tuple[TtftComparison, ...]
-    notes: tuple[str, ...]
-
-
-def _mean(h: ServerHistogram | None) -> float | None:
-    return None if h is None else h.mean
-
-
-def client_ttft(records: Sequence[RequestRecord]) -> tuple[list[float], list[str]]:
-    """The client's TTFT like-for-like with vLLM's histogram (sorted), and a note where it is
-    not: vLLM times its first output token, whether or not it decodes to text, and sends a
-    chunk for it (the chat role chunk comes with it), so the first chunk is the peer of its
-    figure (``ttft_chunk``, docs/metrics.md). Runs stored before the first chunk was kept
-    fall back to ``ttft`` (first generated text), which can run later."""
-    measured = [r for r in records if not r.warmup and r.ok]
-    chunk = [r.ttft_chunk_s for r in measured]
-    if measured and all(v is not None for v in chunk):
-        return sorted(v for v in chunk if v is not None), []
-    text = sorted(r.ttft_s for r in measured if r.ttft_s is not None)
-    note = (
-        "client TTFT is to the first chunk with text (this run did not record the first "
-        "chunk): it can run above vLLM's, which stops at the first token even if it is no text"
-    )
-    return text, [note] if text else []
-
-
-def decomposition(scenario: ScenarioRun) -> Decomposition | None:
-    """Mean client TTFT split into vLLM's queue and prefill time and the rest, from the
-    histograms vLLM kept over the measured requests. None when the run has no histograms."""
-    m = scenario.server_metrics
-    ttft_h, queue_h, prefill_h = m.get(TTFT_HIST), m.get(QUEUE_HIST), m.get(PREFILL_HIST)
-    if ttft_h is None and (queue_h is None or prefill_h is None):
-        return None
-    client, notes = client_ttft(scenario.records)
-    if not client:
-        return None
-    client_mean = sum(client) / len(client)
-    comps: list[Component] = []
-    queue, prefill, server_ttft = _mean(queue_h), _mean(prefill_h), _mean(ttft_h)
-    accounted = 0.0
-    if queue is not None and prefill is not None:
-        comps += [
-            Component("queue (vLLM)", queue, QUEUE_HIST),
-            Component("prefill (vLLM)", prefill, PREFILL_HIST),
-        ]
-        accounted = queue + prefill
-        if server_ttft is not None:
-            comps.append(
-                Component(
-                    "rest of server TTFT (tokenize, scheduling, output)",
-                    server_ttft - accounted,
-                    f"{TTFT_HIST} - queue - prefill",
-                )
-            )
-            accounted = server_ttft
-    elif server_ttft is not None:
-        comps.append(Component("server TTFT (vLLM)", server_ttft, TTFT_HIST))
-        accounted = server_ttft
-        notes.append("queue and prefill histograms not recorded: server TTFT shown whole")
-    # vLLM's histograms start when the engine sees a request: time before that (a stalled API
-    # server, the network, the client) is not measured by anyone, so it is not named as if it were.
-    rest = client_mean - accounted
-    comps.append(
-        Component(
-            "not attributed (outside vLLM's engine: API server, network, client)",
-            rest,
-            "client TTFT mean - the above",
-        )
-    )
-    if client_mean > 0 and rest / client_mean > 0.5:
-        notes.append(
-            f"{rest / client_mean:.0%} of the mean TTFT is not attributed: it passed before "
-            "vLLM's engine saw the requests or after it sent the tokens. A stall of the API "
-            "server shows here (see the stalls under vLLM's queue over time), not as client time"
-        )
-    if any(c.seconds < 0 for c in comps):
-        notes.append(
-            "a part came out negative: the server's and the client's clocks measure slightly "
-            "different spans, so parts within their noise are shown as 0 in the bar"
-        )
-    server_count = int(ttft_h.count) if ttft_h is not None else 0
-    if ttft_h is not None and server_count != len(client):
-        notes.append(
-            f"vLLM counted {server_count} requests, the client {len(client)} successful "
-            "measured ones: the histograms may include other traffic"
-        )
-    comparisons = [TtftComparison("mean", client_mean, server_ttft, None)]
-    for name, q in (("p50", 0.5), ("p99", 0.99)):
-        client_q = safe_percentile(client, q * 100)
-        sq = ttft_h.quantile(q) if ttft_h is not None else None
-        comparisons.append(
-            TtftComparison(
-                name,
-                client_q,
-                None if sq is None else sq[0],
-                None if sq is None else (sq[1], sq[2]),
-            )
-        )
-    return Decomposition(
-        client_mean=client_mean,
-        client_n=len(client),
-        server_count=server_count,
-        components=tuple(comps),
-        comparisons=tuple(comparisons),
-        notes=tuple(notes),
-    )
-
-
 @dataclass(frozen=True)
 class ComparisonCell:
     verdict: VerdictRow | None
@@ -440,88 +292,3 @@ def overall(run: RunFolder) -> tuple[str, str]:
 
 def confidence_of(run: RunFolder) -> float:
     return run.verdicts[0].confidence if run.verdicts else 0.95
-
-
-@dataclass(frozen=True)
-class ServerSeries:
-    """vLLM's scheduler over time, from /metrics sampled during the workload."""
-
-    t_s: tuple[float, ...]
-    running: tuple[float, ...]
-    waiting: tuple[float, ...]
-    kv_cache_usage: tuple[float, ...]
-    """Fraction of the KV cache in use (0-1)."""
-    preemptions: int
-    """Preemptions during the sampled span."""
-    ttft_t_s: tuple[float, ...]
-    ttft_mean_s: tuple[float, ...]
-    """vLLM's mean TTFT of the requests that got their first token in each interval
-    (histogram sum and count differences), at the interval's end."""
-    interval_s: float
-    max_num_seqs: int | None
-    """From the engine args the suite started the server with; None in endpoint mode, where
-    the scenario's engine args are only declared."""
-    stalls: tuple[Stall, ...] = ()
-
-
-@dataclass(frozen=True)
-class Stall:
-    """A span in which vLLM made no progress while it had work: no new token and requests
-    running or waiting, or /metrics not answering at all."""
-
-    start_s: float
-    end_s: float
-    why: str
-
-
-# A gap between two /metrics readings this many times the usual interval: the server did not
-# answer in between. No token progress counts as a stall only from this long on.
-STALL_GAP_FACTOR = 3.0
-STALL_MIN_S = 2.0
-
-
-def find_stalls(rows: Sequence[dict[str, float]], interval_s: float) -> tuple[Stall, ...]:
-    out: list[Stall] = []
-    still: float | None = None  # start of a run of readings without token progress
-    for a, b in itertools.pairwise(rows):
-        busy = a.get("running", 0.0) + a.get("waiting", 0.0) > 0
-        if b["t_s"] - a["t_s"] > max(STALL_GAP_FACTOR * interval_s, STALL_MIN_S):
-            out.append(Stall(a["t_s"], b["t_s"], "/metrics did not answer"))
-        progress = b.get("generation_tokens", 0.0) > a.get("generation_tokens", 0.0)
-        if busy and not progress and "generation_tokens" in a:
-            still = a["t_s"] if still is None else still
-        elif still is not None:
-            if a["t_s"] - still >= STALL_MIN_S:
-                out.append(Stall(still, a["t_s"], "no token generated with requests in vLLM"))
-            still = None
-    if still is not None and rows[-1]["t_s"] - still >= STALL_MIN_S:
-        out.append(Stall(still, rows[-1]["t_s"], "no token generated with requests in vLLM"))
-    return tuple(sorted(out, key=lambda x: x.start_s))
-
-
-def server_series(scenario: ScenarioRun) -> ServerSeries | None:
-    rows = sorted(scenario.server_series, key=lambda r: r["t_s"])
-    if len(rows) < 2:
-        return None
-    ttft_t: list[float] = []
-    ttft_mean: list[float] = []
-    for a, b in itertools.pairwise(rows):
-        dn = b.get("ttft_count", 0.0) - a.get("ttft_count", 0.0)
-        if dn > 0:
-            ttft_t.append(b["t_s"])
-            ttft_mean.append((b.get("ttft_sum", 0.0) - a.get("ttft_sum", 0.0)) / dn)
-    gaps = sorted(b["t_s"] - a["t_s"] for a, b in itertools.pairwise(rows))
-    started = scenario.server.get("started_by_suite", True) is not False
-    max_seqs = scenario.engine_args.get("max_num_seqs") if started else None
-    return ServerSeries(
-        t_s=tuple(r["t_s"] for r in rows),
-        running=tuple(r.get("running", 0.0) for r in rows),
-        waiting=tuple(r.get("waiting", 0.0) for r in rows),
-        kv_cache_usage=tuple(r.get("kv_cache_usage", 0.0) for r in rows),
-        preemptions=int(rows[-1].get("preemptions", 0.0) - rows[0].get("preemptions", 0.0)),
-        ttft_t_s=tuple(ttft_t),
-        ttft_mean_s=tuple(ttft_mean),
-        interval_s=gaps[len(gaps) // 2],
-        max_num_seqs=int(max_seqs) if isinstance(max_seqs, int) else None,
-        stalls=find_stalls([dict(r) for r in rows], gaps[len(gaps) // 2]),
-    )

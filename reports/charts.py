@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from reports.analysis import Cdf, Component, ServerSeries, Timeline
+from reports.analysis import Cdf, Timeline
+from reports.server_series import ServerSeries
+from reports.ttft_decomposition import Component
 
 # Okabe-Ito: told apart by colour-blind readers too.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")

@@ -22,10 +22,8 @@ from reports.analysis import (
     ComparisonRow,
     compare,
     confidence_of,
-    decomposition,
     overall,
     scenario_stats,
-    server_series,
     timeline,
     ttft_cdfs,
 )
@@ -34,8 +32,10 @@ from reports.engines import stored as stored_engines
 from reports.files import RunEnding, read_ending, write_atomic
 from reports.page import Page, Section
 from reports.run_folder import RunFolder, load_run
+from reports.server_series import server_series
 from reports.signoff_format import fmt_started, now
 from reports.signoff_sections import ScenarioSection
+from reports.ttft_decomposition import decomposition
 
 PLOTS_ELSEWHERE = "Plots: signoff.html (same folder)."
 

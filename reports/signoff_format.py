@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reports import changes, charts
-from reports.analysis import ClassStats, Interval, ServerSeries, TtftComparison
+from reports.analysis import ClassStats, Interval
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow
+from reports.server_series import ServerSeries
+from reports.ttft_decomposition import TtftComparison
 from slo.errors import UnitError
 from slo.units import Dimension, dimension_of, format_quantity
 

@@ -17,8 +17,6 @@ from reports.analysis import (
     Cdf,
     ClassStats,
     ComparisonRow,
-    Decomposition,
-    ServerSeries,
     Timeline,
     overall,
 )
@@ -37,6 +35,7 @@ from reports.page import (
     Table,
 )
 from reports.run_folder import JunitCase, RunFolder, ScenarioRun, VerdictRow
+from reports.server_series import ServerSeries
 from reports.signoff_format import (
     VERDICT_NOTE,
     claim_cases,
@@ -59,6 +58,7 @@ from reports.signoff_format import (
     unjudged_tests,
     verdict_ci,
 )
+from reports.ttft_decomposition import Decomposition
 from slo.cold_start import COLD_START_CLAIM
 from slo.records import RequestRecord
 from slo.verdict import CLAIM

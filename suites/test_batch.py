@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.plugin import SloCheck
+from fixtures.scenario_fixtures import SloCheck
 from slo.scenario import Objective
 
 pytestmark = [pytest.mark.batch, pytest.mark.scenario("batch")]

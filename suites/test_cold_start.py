@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.plugin import SloCheck
+from fixtures.scenario_fixtures import SloCheck
 from slo.scenario import Objective
 
 pytestmark = [pytest.mark.cold_start, pytest.mark.scenario("cold-start")]

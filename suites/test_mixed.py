@@ -17,7 +17,7 @@ from fixtures.claims import (
     report_figures,
     run_variants,
 )
-from fixtures.plugin import SloCheck
+from fixtures.scenario_fixtures import SloCheck
 from fixtures.selection import Selection
 from fixtures.session import ScenarioRunner
 from slo.scenario import Objective

@@ -14,9 +14,10 @@ from typing import Any
 
 import psutil
 
+from fixtures.engine_args import check_engine_args
 from fixtures.pool import ServerPool
 from fixtures.selection import select
-from fixtures.server import ServerConfig, VllmServer, check_engine_args
+from fixtures.server import ServerConfig, VllmServer
 from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, Settings, programmatic
 from slo.scenario import load_scenario

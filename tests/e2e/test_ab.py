@@ -20,7 +20,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from fixtures.server import VllmServer, check_engine_args
+from fixtures.engine_args import check_engine_args
+from fixtures.server import VllmServer
 from tests.e2e.helpers import junit_cases, realtime_server_config, run_suite
 
 DELAY_S = 0.3

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fixtures.server import check_engine_args
+from fixtures.engine_args import check_engine_args
 from slo.errors import EngineArgError
 from tests.unit.test_distributed_args import DISTRIBUTED, FLAGS
 

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from fixtures.server import VllmServer, check_engine_args
+from fixtures.engine_args import check_engine_args
+from fixtures.server import VllmServer
 from reports.prometheus import parse_openmetrics
 from tests.e2e.helpers import realtime_server_config, run_suite
 

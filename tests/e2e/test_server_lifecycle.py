@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.server import ServerConfig, VllmServer, check_engine_args
+from fixtures.engine_args import check_engine_args
+from fixtures.server import ServerConfig, VllmServer
 from slo.errors import EngineArgError, ServerStartError
 from tests.e2e.helpers import (
     group_alive,

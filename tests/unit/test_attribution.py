@@ -5,9 +5,10 @@ marked as declared."""
 
 from __future__ import annotations
 
-from reports.analysis import TtftComparison, find_stalls, server_series
 from reports.run_folder import ScenarioRun
+from reports.server_series import find_stalls, server_series
 from reports.signoff_format import declared_note, difference_text, stalls_text
+from reports.ttft_decomposition import TtftComparison
 
 
 def _series(rows: list[dict[str, float]], **server: object) -> ScenarioRun:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.server import MINIMUM_VLLM, check_engine_args, parse_vllm_version
+from fixtures.engine_args import MINIMUM_VLLM, check_engine_args, parse_vllm_version
 from fixtures.settings import ROOT
 from slo.errors import VllmNotInstalledError, VllmVersionError
 from tests.e2e.helpers import run_suite, set_requests

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.analysis import client_ttft, decomposition
 from reports.run_folder import load_run
+from reports.ttft_decomposition import client_ttft, decomposition
 from slo.errors import ScenarioFileError
 from slo.records import RequestRecord, from_row, to_row
 from slo.stats import RunSummary, samples_only, summarize

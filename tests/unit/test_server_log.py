@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures.server import first_error, log_cause, why_it_died
+from fixtures.server_log import first_error, log_cause, why_it_died
 
 # As vLLM writes it when its engine core is killed: the cause, then long shutdown noise.
 _P = "(APIServer pid=11473) ERROR 12-03 15:47:58 [async_llm.py:906] "

@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from fixtures.metrics import MetricsSampler, keep_lines, parse_series
-from reports.analysis import server_series
 from reports.run_folder import load_run
+from reports.server_series import server_series
 from reports.signoff import build_report, render_html, render_markdown
 
 NEW = Path(__file__).parent / "data" / "run-new"

@@ -102,6 +102,27 @@ def test_the_slo_files_ini_glob_chooses_the_files(
     assert _collected(result) == _ids("api.gate.toml", OBJECTIVES)
 
 
+def test_a_toml_file_without_a_scenario_table_is_left_to_pytest(
+    pytester: pytest.Pytester, sigterm_default: None
+) -> None:
+    pytester.makefile(".toml", pyproject='[project]\nname = "team"\n')
+    result = pytester.runpytest_inprocess("pyproject.toml", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: not found: {pytester.path / 'pyproject.toml'}"])
+    assert not [line for line in result.outlines if line.startswith("slo:")]
+    assert not (pytester.path / "slo-runs").exists()
+
+
+def test_a_named_toml_file_with_a_scenario_table_gets_the_parsers_error_even_unparsable(
+    pytester: pytest.Pytester, cpu_tiny: None
+) -> None:
+    pytester.makefile(".toml", gate=CHAT.replace('name = "chat"', 'name = "chat'))
+    result = pytester.runpytest_inprocess("gate.toml", "--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    (line,) = _error_section(result)
+    assert line.startswith(f"{pytester.path / 'gate.toml'}: ")
+
+
 # Activation: inert in projects that have no SLO file.
 
 
@@ -150,6 +171,28 @@ def test_the_scenario_marker_selects_with_m_under_strict_markers(
     assert "test_plain.py::test_plain" not in chosen.outlines
     others = pytester.runpytest_inprocess(".", "-m", "not chat", *strict)
     assert _collected(others) == [] and "test_plain.py::test_plain" in others.outlines
+
+
+def _marker_lines(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if line.startswith("@pytest.mark.")]
+
+
+def test_pytest_markers_lists_the_markers_of_the_slo_files_it_would_collect(
+    pytester: pytest.Pytester, sigterm_default: None
+) -> None:
+    (pytester.path / "gates").mkdir()
+    (pytester.path / "gates" / "chat.slo.toml").write_text(CHAT)
+    (pytester.path / "gates" / "notes.toml").write_text(CHAT.replace('"chat"', '"notes"', 1))
+    (pytester.path / "build").mkdir()  # in pytest's norecursedirs: not collected, not listed
+    (pytester.path / "build" / "old.slo.toml").write_text(CHAT.replace('"chat"', '"old"', 1))
+    pytester.makefile(".toml", gate=CHAT.replace('"chat"', '"gate"', 1))
+    description = REALTIME.split('description = "')[1].split('"')[0]
+    found = _marker_lines(pytester.runpytest_inprocess("--markers"))
+    assert f"@pytest.mark.chat: {description} (SLO file chat.slo.toml)" in found
+    assert not [m for m in found if m.startswith(("@pytest.mark.notes", "@pytest.mark.old"))]
+    named = _marker_lines(pytester.runpytest_inprocess("--markers", "gate.toml"))
+    assert f"@pytest.mark.gate: {description} (SLO file gate.toml)" in named
+    assert not [m for m in named if m.startswith("@pytest.mark.chat")]
 
 
 # Bad input: one line naming the file, the key, the value and the fix.
@@ -219,6 +262,32 @@ def test_a_folders_slo_files_get_junit_and_benchmark_json_in_the_run_folder(
     folder = load_run(run)
     assert [v.test.split("::")[0] for v in folder.verdicts] == ["gates/rt.slo.toml"] * 5
     assert all(folder.junit_case(v.test) is not None for v in folder.verdicts)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "found in a folder"])
+def test_a_run_leaves_no_benchmark_storage_folder_where_nothing_is_saved(
+    pytester: pytest.Pytester, cpu_tiny: None, named: bool
+) -> None:
+    (pytester.path / "gates").mkdir()
+    (pytester.path / "gates" / "rt.slo.toml").write_text(REALTIME)
+    args = [f"--slo-replay={NEW}", "--slo-report-dir=run"]
+    result = pytester.runpytest_inprocess(*args, *(["gates/rt.slo.toml"] if named else []))
+    assert (pytester.path / "run" / "benchmark.json").exists(), result.outlines
+    assert not (pytester.path / ".benchmarks").exists()
+
+
+def test_benchmark_storage_the_user_asks_for_is_kept(
+    pytester: pytest.Pytester, cpu_tiny: None
+) -> None:
+    pytester.makefile(".slo.toml", rt=REALTIME)
+    (pytester.path / ".benchmarks").mkdir()  # there before the run: not the suite's to remove
+    args = [f"--slo-replay={NEW}", "rt.slo.toml"]
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run1")
+    assert (pytester.path / ".benchmarks").is_dir()
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run2", "--benchmark-storage=mine")
+    assert (pytester.path / "mine").is_dir()
+    pytester.runpytest_inprocess(*args, "--slo-report-dir=run3", "--benchmark-autosave")
+    assert list((pytester.path / ".benchmarks").glob("*/0001_*.json"))
 
 
 # A run, then the sign-off page's judge-again command from another folder.
