@@ -55,6 +55,9 @@ class TrafficClass:
     burst_interval_s: float | None = None
     trace: tuple[TraceEntry, ...] = ()
     """Trace: send times and exact lengths of each request, from a JSONL file."""
+    request_extra: tuple[tuple[str, str], ...] = ()
+    """``request_extra``: (field, JSON value) pairs added to each request body as given, e.g.
+    ``tools`` and ``tool_choice``, or vLLM's ``structured_outputs``; sorted and hashable."""
 
 
 @dataclass(frozen=True)

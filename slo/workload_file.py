@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,18 @@ MAX_STARTS = 100
 _WHY_MAX_STARTS = (
     ": each start takes the server's whole start-up (minutes on a GPU). Fix: fewer starts; a "
     "median needs a few, a p90 about 36 and a p99 about 370 (see docs/statistics.md)"
+)
+# Request fields the suite builds itself; request_extra adds fields, never replaces these.
+SUITE_FIELDS = (
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "stream",
+    "stream_options",
+    "ignore_eos",
+    "min_tokens",
+    "priority",
 )
 _WHY_MAX = (
     " per workload: every planned request is held in memory. "
@@ -133,6 +146,7 @@ def parse_class(t: Table, name: str, *, done: bool = True) -> TrafficClass:
         burst_size=burst_size,
         burst_interval_s=burst_interval,
         trace=lengths.trace,
+        request_extra=_request_extra(t),
     )
     if c.background and c.arrival != "closed":
         raise t.error(
@@ -143,6 +157,23 @@ def parse_class(t: Table, name: str, *, done: bool = True) -> TrafficClass:
     if done:
         t.done()
     return c
+
+
+def _request_extra(t: Table) -> tuple[tuple[str, str], ...]:
+    """``request_extra = { tools = [...], tool_choice = {...} }``: fields added to each body."""
+    extra = t.get("request_extra", dict, default={}, expected="a table of request fields")
+    for k in extra:
+        if k in SUITE_FIELDS:
+            raise t.error(
+                "request_extra",
+                k,
+                f"the suite builds {k!r} itself ({', '.join(SUITE_FIELDS)}); "
+                "remove it from request_extra (lengths and priority have their own keys)",
+            )
+    try:
+        return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in extra.items()))
+    except TypeError as e:  # a TOML date or time has no JSON form
+        raise t.error("request_extra", extra, f"JSON values only ({e}); quote dates") from None
 
 
 def _check_arrival_keys(t: Table, arrival: str) -> None:

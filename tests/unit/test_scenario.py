@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fixtures.runner import Target, request_body
+from fixtures.workload import PlannedRequest
 from slo.errors import ScenarioFileError, SuiteError
 from slo.scenario import (
     SCENARIO_DIR,
@@ -234,3 +236,33 @@ def test_mlperf_presets_apply_where_a_scenario_has_no_table() -> None:
     assert sel.engine_args["dtype"] == "bfloat16"  # inherited from gpu-llama2-7b
     # A scenario's own table for the profile wins over nothing; cpu-tiny has one.
     assert len(select("realtime", programmatic("cpu-tiny")).objectives) == 5
+
+
+EXTRA = '\nrequest_extra = { tool_choice = { type = "function", function = { name = "f" } } }\n'
+
+
+def test_request_extra_reaches_each_request_body(tmp_path: Path) -> None:
+    s = load_scenario(write(tmp_path, GOOD.replace("\n[workload]\n", "\n[workload]" + EXTRA)))
+    extra = s.workload.classes[0].request_extra
+    req = PlannedRequest(0, "default", 0.0, "hi", 1, None, 4, None, extra=extra)
+    _, body = request_body(Target("http://x", "m"), "chat", req)
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "f"}}
+    assert body["ignore_eos"] is True and body["messages"][-1]["content"] == "hi"
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (
+            "request_extra = { max_tokens = 5 }",
+            "'max_tokens': the suite builds 'max_tokens' itself",
+        ),
+        ("request_extra = { when = 2026-12-04 }", "JSON values only"),
+        ('request_extra = "tools"', "expected a table of request fields"),
+    ],
+)
+def test_bad_request_extra(tmp_path: Path, extra: str, needle: str) -> None:
+    path = write(tmp_path, GOOD.replace("\n[workload]\n", f"\n[workload]\n{extra}\n"))
+    with pytest.raises(ScenarioFileError) as e:
+        load_scenario(path)
+    assert "workload.request_extra" in str(e.value) and needle in str(e.value), str(e.value)
