@@ -1,10 +1,10 @@
 """The TTFT family timed at the right chunk, on the stream shapes of reasoning and tool calls.
 
 Here these streams come from the fault injector (injector.py), which makes every shape at set
-delays; tests/e2e/test_reasoning_and_tools.py gets reasoning and tool-call streams from real
-vLLM on the bundled model by forcing them with structured outputs. The shapes: a role-only chunk, an empty content
-delta, ``reasoning_content`` deltas, ``tool_calls`` deltas, then content, each ``DELAY_S``
-after the one before. Each metric (docs/metrics.md) must end at its own chunk.
+delays (tests/e2e/test_reasoning_and_tools.py gets reasoning and tool-call streams from real vLLM
+on the bundled model, forced by structured outputs): a role-only chunk, an empty content delta,
+``reasoning_content`` deltas, ``tool_calls`` deltas, then content, each ``DELAY_S`` after the
+one before. Each metric (docs/metrics.md) must end at its own chunk.
 """
 
 from __future__ import annotations
