@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -36,19 +37,18 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # As a terminal's Ctrl-C finds it: a shell without job control (`cmd &`, nohup) starts
+        # its background jobs with SIGINT ignored, and the child would inherit that.
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
     )
-    starts = tmp_path / "servers" / "starts.json"
-    deadline = time.monotonic() + 600
-    while not starts.exists():  # the server is up once its start is recorded
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the server did not start in 600 s"
-        time.sleep(0.5)
-    pid = json.loads(starts.read_text())[0]["pid"]
-    assert group_alive(pid), "the server should be running before the interrupt"
-    time.sleep(10)  # well inside the workload (it lasts about 2.5 minutes)
-    proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=120)
+    try:
+        out = _interrupt(proc, tmp_path / "servers" / "starts.json", sig)
+    finally:
+        if proc.poll() is None:  # a failed check must not leave a workload running
+            proc.kill()
+            proc.wait()
     print(out[-3000:])
+    pid = json.loads((tmp_path / "servers" / "starts.json").read_text())[0]["pid"]
     assert proc.returncode != 0  # interrupted, not passed
     assert group_alive(pid) == []
     # What was measured before the interrupt is kept, marked as partial.
@@ -63,3 +63,18 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
     assert case["outcome"] == "error" and f"(by {name}" in case["message"], case
     html = (tmp_path / "signoff.html").read_text()
     assert "Result: INCOMPLETE" in html and f"This run ended early, interrupted (by {name}" in html
+
+
+def _interrupt(proc: subprocess.Popen[str], starts: Path, sig: int) -> str:
+    """Wait for the server, let the workload run, send ``sig``; the run's output."""
+    deadline = time.monotonic() + 600
+    while not starts.exists():  # the server is up once its start is recorded
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the server did not start in 600 s"
+        time.sleep(0.5)
+    pid = json.loads(starts.read_text())[0]["pid"]
+    assert group_alive(pid), "the server should be running before the interrupt"
+    time.sleep(10)  # well inside the workload (2400 requests at 4 req/s)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=120)
+    return out

@@ -8,6 +8,7 @@ failing or interrupted run leaves no worker process behind.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -173,6 +174,9 @@ def test_an_interrupted_spread_run_leaves_no_worker(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # Ctrl-C as a terminal delivers it, also when this run was started with SIGINT ignored
+        # (a background job of a shell without job control).
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
