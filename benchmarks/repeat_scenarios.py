@@ -27,6 +27,7 @@ Not a test: it prints figures and asserts nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from slo.planning import pass_chance, requests_needed  # noqa: E402
 from slo.records import from_row  # noqa: E402
-from slo.stats import summarize  # noqa: E402
+from slo.stats import RunSummary, summarize  # noqa: E402
 from slo.vocabulary import PER_REQUEST_METRICS, POOLED_METRICS  # noqa: E402
 
 
@@ -73,6 +74,13 @@ def verdicts(report_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+@functools.cache
+def _records(path: Path, request_class: str | None) -> RunSummary:
+    """A run's records summarised once: every objective of a run forecasts from them."""
+    rows = [from_row(json.loads(line)) for line in path.read_text().splitlines() if line]
+    return summarize(rows, request_class=request_class)
+
+
 def forecast(folder: Path, row: dict[str, Any]) -> tuple[float, str]:
     """How often a repeat of this run would PASS the row's objective, and the room the run
     had (see the docstring)."""
@@ -82,8 +90,7 @@ def forecast(folder: Path, row: dict[str, Any]) -> tuple[float, str]:
     records = folder / str(row["scenario"]) / "records.jsonl"
     per_request = metric in PER_REQUEST_METRICS and metric not in POOLED_METRICS
     if statistic.startswith("p") and per_request and records.exists():
-        rows = [from_row(json.loads(line)) for line in records.read_text().splitlines() if line]
-        values = summarize(rows, request_class=row["request_class"]).samples(metric)
+        values = _records(records, row["request_class"]).samples(metric)
         values = values[int(row.get("warmup_dropped") or 0) :]
         if not values or row.get("n_eff") is None:
             return math.nan, ""

@@ -32,20 +32,26 @@ POWER = 0.9
 LIMIT = 10_000_000
 
 
+def _decided(m: int, q: float, confidence: float, p: float, below: bool) -> float:
+    """Probability that ``m`` effective samples give an interval wholly below (or above) the
+    threshold when a fraction ``p`` of requests is over it."""
+    lo_rank, up_rank = _ranks(m, q, confidence)
+    if below:
+        if up_rank is None:
+            return 0.0
+        return float(binom.cdf(m - up_rank, m, p))  # over-threshold count small enough
+    if lo_rank is None:
+        return 0.0
+    return float(binom.sf(m - lo_rank, m, p))  # over-threshold count large enough
+
+
 @cache
 def _effective_needed(q: float, confidence: float, p: float, below: bool, power: float) -> int:
     """Smallest n_eff whose interval lies wholly below (or above) the threshold with
     probability >= power."""
 
     def chance(m: int) -> float:
-        lo_rank, up_rank = _ranks(m, q, confidence)
-        if below:
-            if up_rank is None:
-                return 0.0
-            return float(binom.cdf(m - up_rank, m, p))  # over-threshold count small enough
-        if lo_rank is None:
-            return 0.0
-        return float(binom.sf(m - lo_rank, m, p))  # over-threshold count large enough
+        return _decided(m, q, confidence, p, below)
 
     hi = 16
     while chance(hi) < power:
@@ -96,10 +102,7 @@ def pass_chance(
     m = int(n_eff)
     if m < 1 or (below and not clustering_trusted(n, m)):
         return 0.0  # no upper bound without a trusted clustering estimate (slo/intervals.py)
-    lo_rank, up_rank = _ranks(m, q, confidence)
-    if below:
-        return 0.0 if up_rank is None else float(binom.cdf(m - up_rank, m, p_over))
-    return 0.0 if lo_rank is None else float(binom.sf(m - lo_rank, m, p_over))
+    return _decided(m, q, confidence, p_over, below)
 
 
 def requests_for_pass_at(
