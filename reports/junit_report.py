@@ -16,6 +16,7 @@ from typing import Literal
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from reports.files import RunEnding, read_ending, write_atomic
+from reports.junit_xml import parse_suites
 from reports.run_folder import JunitCase, RunFolder, VerdictRow, load_run
 from reports.signoff_format import fmt, threshold, verdict_ci
 from slo.verdict import Outcome
@@ -160,11 +161,8 @@ def ending_message(ending: RunEnding) -> str:
 def add_ending_to_pytest_junit(path: Path, ending: RunEnding) -> None:
     """Add an error test case for a run cut short to pytest's own junit.xml, whose counts
     would otherwise read tests=0 failures=0 (a clean pass) for a run interrupted early."""
-    tree = ET.parse(path)
-    root = tree.getroot()
-    suite = root if root.tag == "testsuite" else root.find("testsuite")
-    if suite is None:
-        suite = ET.SubElement(root, "testsuite", name="pytest")
+    root, suites = parse_suites(path)
+    suite = suites[0] if suites else ET.SubElement(root, "testsuite", name="pytest")
     case = ET.SubElement(suite, "testcase", classname="run", name=f"run {ending.how}", time="0")
     ET.SubElement(
         case, "error", message=ending_message(ending), type=ending.how

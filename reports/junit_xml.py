@@ -55,15 +55,24 @@ class Junit:
     hostname: str | None
 
 
-def read_junit(path: Path) -> Junit:
+def parse_suites(
+    path: Path,
+    fix: str = "render the run from verdicts.json by moving junit.xml away",
+    error: type[SuiteError] = SuiteError,
+) -> tuple[ET.Element, list[ET.Element]]:
+    """pytest's junit.xml as (root, its <testsuite> elements): the root is one <testsuite>
+    (pytest's own) or <testsuites> (a merged run); ``fix`` ends the error for unreadable XML."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
-        raise SuiteError(
-            f"{path}: not valid XML ({e}): the run was probably cut short before pytest "
-            "finished writing it; render the run from verdicts.json by moving junit.xml away"
+        raise error(
+            f"{path}: not well-formed XML ({e}): pytest did not finish writing it; {fix}"
         ) from None
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return root, [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+
+
+def read_junit(path: Path) -> Junit:
+    root, suites = parse_suites(path)
     cases: list[JunitCase] = []
     for suite in suites:
         for tc in suite.iter("testcase"):

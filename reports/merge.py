@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.files import write_atomic, write_json
+from reports.junit_xml import parse_suites
 from reports.run_files import (
     ENVIRONMENT,
     RECORDS,
@@ -77,14 +78,8 @@ def _merge_junit(parts: Sequence[Path], out: Path) -> None:
         path = part / "junit.xml"
         if not path.exists():
             continue
-        try:
-            root = ET.parse(path).getroot()
-        except ET.ParseError as e:
-            raise ReportMergeError(
-                f"{path}: not well-formed XML ({e}); pytest did not finish writing it: "
-                "merge the other parts, or delete this file to leave it out"
-            ) from None
-        for suite in [root] if root.tag == "testsuite" else list(root.iter("testsuite")):
+        fix = "merge the other parts, or delete this file to leave it out"
+        for suite in parse_suites(path, fix, ReportMergeError)[1]:
             suite.set("hostname", suite.get("hostname", "") + f" ({part.name})")
             merged.append(suite)
     if len(merged):

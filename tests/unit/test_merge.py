@@ -89,6 +89,18 @@ def test_one_scenario_in_two_parts_is_an_error(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_cut_short_junit_of_a_part_is_named_with_the_fix(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    gw0, _ = _two_workers(run)
+    text = (gw0 / "junit.xml").read_text()
+    (gw0 / "junit.xml").write_text(text[: len(text) // 2])
+    with pytest.raises(ReportMergeError) as e:
+        merge_workers(run)
+    msg = str(e.value)
+    assert str(gw0 / "junit.xml") in msg and "not well-formed XML" in msg
+    assert "merge the other parts, or delete this file" in msg
+
+
 def test_worker_order_is_numeric(tmp_path: Path) -> None:
     for name in ("gw10", "gw2", "gw1"):
         (tmp_path / "workers" / name).mkdir(parents=True)

@@ -69,6 +69,15 @@ def test_old_junit_names_the_scenario_by_its_module(tmp_path: Path) -> None:
     assert verdicts_from_junit(junit, ("only",), "j")[1].scenario == "only"
 
 
+def test_a_cut_short_junit_is_one_error_naming_the_file_and_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "junit.xml").write_text('<testsuites><testsuite name="pytest"><testcase')
+    with pytest.raises(SuiteError) as e:
+        read_junit(tmp_path / "junit.xml")
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'junit.xml'}: not well-formed XML")
+    assert "\n" not in msg and "render the run from verdicts.json by moving junit.xml away" in msg
+
+
 def test_new_run_folder_reads_verdicts_json_and_histograms() -> None:
     run = load_run(NEW)
     assert run.verdicts_source == "verdicts.json"
