@@ -18,9 +18,15 @@ the estimate to the threshold in interval half-widths (a PASS needs 1). A foreca
 estimate from one run, not a measurement: it says which objectives a few runs already show to
 sit far from 19 in 20, and which need the 20 runs.
 
+A claim test (priority against FCFS, two instances against one) counts too, from junit.xml:
+PASS where it passed, INVALID where a run was, INCONCLUSIVE where the interval was undecided,
+FAIL otherwise. Runs made on different days add up: ``--tally RUN_DIR...`` counts the run
+folders given (and their ``-tightened`` replays where present), so 20 runs need not be one sitting.
+
 Usage: .venv/bin/python benchmarks/repeat_scenarios.py -m realtime -k 5 [--tighten 3]
        [--out DIR] [-- extra pytest args]
        .venv/bin/python benchmarks/repeat_scenarios.py --forecast RUN_DIR [RUN_DIR ...]
+       .venv/bin/python benchmarks/repeat_scenarios.py --tally RUN_DIR [RUN_DIR ...]
 Not a test: it prints figures and asserts nothing.
 """
 
@@ -35,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,7 @@ from scipy.stats import norm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from reports.junit_xml import JunitCase, read_junit  # noqa: E402
 from slo.planning import pass_chance, requests_needed  # noqa: E402
 from slo.records import from_row  # noqa: E402
 from slo.stats import RunSummary, summarize  # noqa: E402
@@ -112,6 +120,32 @@ def forecast(folder: Path, row: dict[str, Any]) -> tuple[float, str]:
     return float(norm.cdf(z * margin / half - z)), f"{margin / half:.1f} half-widths"
 
 
+def claim_outcome(case: JunitCase) -> str | None:
+    """A claim test's verdict from its junit case (fixtures/claims.py words the failures)."""
+    if case.status == "skipped":
+        return None
+    if case.status == "passed":
+        return "PASS"
+    if "run INVALID" in case.message:
+        return "INVALID"
+    return "INCONCLUSIVE" if "(undecided)" in case.message else "FAIL"
+
+
+def outcomes(folder: Path) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """(objective or test, outcome, verdict row) for every verdict of a run folder: the
+    objectives from verdicts.json, the other tests (claims) from junit.xml."""
+    rows: list[tuple[str, str, dict[str, Any] | None]] = [
+        (f"{v['scenario']}: {v['objective']}", str(v["outcome"]), v) for v in verdicts(folder)
+    ]
+    junit = folder / "junit.xml"
+    cases = read_junit(junit).cases if junit.exists() else ()
+    for case in cases:
+        outcome = claim_outcome(case)
+        if outcome is not None and not case.name.startswith("test_objective"):
+            rows.append((f"{case.classname.rsplit('.', 1)[-1]}::{case.name}", outcome, None))
+    return rows
+
+
 def print_forecasts(folders: list[Path]) -> None:
     print(f"{'run':<16}{'objective':<48}{'outcome':>13}  forecast  room")
     for folder in folders:
@@ -121,11 +155,69 @@ def print_forecasts(folders: list[Path]) -> None:
             print(f"{folder.name:<16}{key:<48}{v['outcome']:>13}  {chance:8.3f}  {room}")
 
 
+def _objective_name(key: str) -> str:
+    """The key without its threshold, which a tightened replay changes."""
+    return key.split(" <=")[0].split(" >=")[0]
+
+
+@dataclass
+class Tally:
+    """Verdicts per objective (or claim) over runs, and per objective over their replays."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    tightened: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    estimates: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    n_eff: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, folder: Path) -> None:
+        for key, outcome, row in outcomes(folder):
+            self.counts[key][outcome] += 1
+            if row is None:
+                continue
+            for values, field_name in ((self.estimates, "estimate"), (self.n_eff, "n_eff")):
+                if row.get(field_name) is not None:
+                    values[key].append(float(row[field_name]))
+            self.chances[key].append(forecast(folder, row)[0])
+        replay = folder.with_name(f"{folder.name}-tightened")
+        for key, outcome, row in outcomes(replay) if replay.is_dir() else []:
+            if row is not None:  # a claim has no threshold to tighten
+                self.tightened[_objective_name(key)][outcome] += 1
+
+
+def _counts(c: Counter[str]) -> str:
+    return f"{c['PASS']:>5}{c['FAIL']:>5}{c['INCONCLUSIVE']:>5}{c['INVALID']:>5}"
+
+
+def print_tally(folders: list[Path]) -> None:
+    """How often each objective and claim PASSed over the run folders, and how their
+    ``-tightened`` replays (where present) came out."""
+    t = Tally()
+    for folder in folders:
+        t.add(folder)
+    print(f"{len(folders)} runs: {' '.join(f.name for f in folders)}")
+    print(f"{'objective':<48} PASS FAIL  INC  INV  estimate (cv)   n_eff   forecast")
+    for key in sorted(t.counts):
+        est, neff, chances = t.estimates[key], t.n_eff[key], t.chances[key]
+        cv = statistics.pstdev(est) / statistics.fmean(est) if len(est) > 1 else 0.0
+        mean = f"{statistics.fmean(est):.4g} ({cv:.1%})" if est else ""
+        span = f"{min(neff):.0f}-{max(neff):.0f}" if neff else ""
+        chance = f"{min(chances):.3f}" if chances else ""
+        print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance}")
+    if t.tightened:
+        print("\nthe same runs judged tighter (replay):")
+        for key in sorted(t.tightened):
+            print(f"{key:<48}{_counts(t.tightened[key])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-m", dest="marker", help="pytest marker, e.g. realtime")
     parser.add_argument(
         "--forecast", nargs="+", type=Path, help="only forecast from these run folders"
+    )
+    parser.add_argument(
+        "--tally", nargs="+", type=Path, help="only count the verdicts of these run folders"
     )
     parser.add_argument("-k", dest="runs", type=int, default=5, help="runs (default: 5)")
     parser.add_argument("--tighten", type=float, default=3.0, help="replay factor (default: 3)")
@@ -135,56 +227,26 @@ def main() -> None:
     if args.forecast:
         print_forecasts(args.forecast)
         return
+    if args.tally:
+        print_tally(args.tally)
+        return
     if not args.marker:
-        parser.error("-m MARKER is required unless --forecast is given")
+        parser.error("-m MARKER is required unless --forecast or --tally is given")
     out = args.out or ROOT / "slo-runs" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
-    outcomes: dict[str, Counter[str]] = defaultdict(Counter)
-    tightened: dict[str, Counter[str]] = defaultdict(Counter)
-    estimates: dict[str, list[float]] = defaultdict(list)
-    n_eff: dict[str, list[float]] = defaultdict(list)
-    chances: dict[str, list[float]] = defaultdict(list)
+    folders = []
     for i in range(args.runs):
         folder = out / f"run{i + 1}"
         t0 = time.monotonic()
         rc = run(["-m", args.marker, *args.extra], folder)
         print(f"run {i + 1}/{args.runs}: exit {rc}, {time.monotonic() - t0:.0f} s", flush=True)
-        for v in verdicts(folder):
-            key = f"{v['scenario']}: {v['objective']}"
-            outcomes[key][v["outcome"]] += 1
-            if v.get("estimate") is not None:
-                estimates[key].append(float(v["estimate"]))
-            if v.get("n_eff") is not None:
-                n_eff[key].append(float(v["n_eff"]))
-            chances[key].append(forecast(folder, v)[0])
-        replay = out / f"run{i + 1}-tightened"
         run(
             ["-m", args.marker, f"--slo-replay={folder}", "--slo-tighten", f"{args.tighten:g}"],
-            replay,
+            folder.with_name(f"{folder.name}-tightened"),
         )
-        for v in verdicts(replay):
-            tightened[f"{v['scenario']}: {v['objective'].split(' <=')[0].split(' >=')[0]}"][
-                v["outcome"]
-            ] += 1
-    print(f"\n{args.runs} runs of -m {args.marker}; run folders in {out}")
-    print(
-        f"{'objective':<48}{'PASS':>5}{'FAIL':>5}{'INC':>5}{'INV':>5}"
-        "  estimate (cv)   n_eff   forecast"
-    )
-    for key in sorted(outcomes):
-        c = outcomes[key]
-        est = estimates[key]
-        cv = statistics.pstdev(est) / statistics.fmean(est) if len(est) > 1 else 0.0
-        neff = f"{min(n_eff[key]):.0f}-{max(n_eff[key]):.0f}" if n_eff[key] else ""
-        print(
-            f"{key:<48}{c['PASS']:>5}{c['FAIL']:>5}{c['INCONCLUSIVE']:>5}{c['INVALID']:>5}"
-            f"  {statistics.fmean(est) if est else float('nan'):.4g} ({cv:.1%})   {neff}"
-            f"   {min(chances[key], default=math.nan):.3f}"
-        )
-    print(f"\nthe same runs judged {args.tighten:g}x tighter (replay):")
-    for key in sorted(tightened):
-        c = tightened[key]
-        print(f"{key:<48}{c['PASS']:>5}{c['FAIL']:>5}{c['INCONCLUSIVE']:>5}{c['INVALID']:>5}")
+        folders.append(folder)
+    print(f"\n-m {args.marker}, replays {args.tighten:g}x tighter; run folders in {out}")
+    print_tally(folders)
 
 
 if __name__ == "__main__":
