@@ -187,9 +187,18 @@ def test_pytest_markers_lists_the_markers_of_the_slo_files_it_would_collect(
     (pytester.path / "build" / "old.slo.toml").write_text(CHAT.replace('"chat"', '"old"', 1))
     pytester.makefile(".toml", gate=CHAT.replace('"chat"', '"gate"', 1))
     description = REALTIME.split('description = "')[1].split('"')[0]
+    (pytester.path / "drafts").mkdir()  # left out with --ignore, as collection leaves it out
+    (pytester.path / "drafts" / "draft.slo.toml").write_text(CHAT.replace('"chat"', '"draft"', 1))
+    (pytester.path / "gates" / "wip.slo.toml").write_text(CHAT.replace('"chat"', '"wip"', 1))
     found = _marker_lines(pytester.runpytest_inprocess("--markers"))
     assert f"@pytest.mark.chat: {description} (SLO file chat.slo.toml)" in found
     assert not [m for m in found if m.startswith(("@pytest.mark.notes", "@pytest.mark.old"))]
+    assert [m for m in found if m.startswith(("@pytest.mark.draft:", "@pytest.mark.wip:"))]
+    left_out = _marker_lines(
+        pytester.runpytest_inprocess("--markers", "--ignore=drafts", "--ignore-glob=*/wip.*")
+    )
+    assert f"@pytest.mark.chat: {description} (SLO file chat.slo.toml)" in left_out
+    assert not [m for m in left_out if m.startswith(("@pytest.mark.draft:", "@pytest.mark.wip:"))]
     named = _marker_lines(pytester.runpytest_inprocess("--markers", "gate.toml"))
     assert f"@pytest.mark.gate: {description} (SLO file gate.toml)" in named
     assert not [m for m in named if m.startswith("@pytest.mark.chat")]
