@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.e2e.helpers import run_suite
+from fixtures.settings import ROOT
+from tests.e2e.helpers import REALTIME, run_suite
 
 NEW = Path(__file__).parent / "data" / "run-new"
 
@@ -66,3 +70,31 @@ def test_too_few_gpus_for_the_workers_fails_every_test_with_the_counts(tmp_path:
     errors = proc.stdout.split("short test summary info")[0]
     assert errors.count("2 pytest-xdist workers x 1 GPU(s) per server = 2 GPUs needed") == 5
     assert "but 1 are visible" in proc.stdout
+
+
+def test_slo_files_found_in_a_folder_share_one_run_folder_across_workers(tmp_path: Path) -> None:
+    """No option names the suite, and only the workers collect: the controller must see the
+    folder's SLO files itself, or each worker writes a run folder of its own, never merged."""
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "rt.slo.toml").write_text(
+        REALTIME.read_text().replace('"realtime"', '"rt"', 1)
+    )
+    (tmp_path / "test_where.py").write_text(
+        "def test_where(slo_settings):\n"
+        "    slo_settings.run_dir.mkdir(parents=True, exist_ok=True)\n"
+        "    (slo_settings.run_dir / 'where.txt').write_text(str(slo_settings.run_dir))\n"
+    )
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"]
+    proc = subprocess.run(
+        [*cmd, "--dist", "loadscope", "-k", "test_where"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (run,) = (tmp_path / "slo-runs").iterdir()
+    (where,) = run.glob("workers/gw*/where.txt")
+    assert Path(where.read_text()) == where.parent
+    assert (run / "junit.xml").exists()  # the controller's, for the whole run
