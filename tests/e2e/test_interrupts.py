@@ -74,7 +74,7 @@ def _interrupt(proc: subprocess.Popen[str], starts: Path, sig: int) -> str:
         time.sleep(0.5)
     pid = json.loads(starts.read_text())[0]["pid"]
     assert group_alive(pid), "the server should be running before the interrupt"
-    time.sleep(10)  # well inside the workload (2400 requests at 4 req/s)
+    time.sleep(10)  # well inside the workload (3600 requests at 4 req/s)
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     return out
