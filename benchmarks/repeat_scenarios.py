@@ -16,7 +16,10 @@ PASS needs with 90% probability at that fraction (x1 is the edge; the clustering
 effective samples from run to run, 1.8x to 5x apart on 2 cores); otherwise the distance from
 the estimate to the threshold in interval half-widths (a PASS needs 1). A forecast is an
 estimate from one run, not a measurement: it says which objectives a few runs already show to
-sit far from 19 in 20, and which need the 20 runs.
+sit far from 19 in 20, and which need the 20 runs. Column "FAILs from": how many times
+tighter the threshold must be for every run's interval to lie on the failing side, the size of
+regression the objective catches (a threshold far above the figures is a check that rarely can
+fail).
 
 A claim test (priority against FCFS, two instances against one) counts too, from junit.xml:
 PASS where it passed, INVALID where a run was, INCONCLUSIVE where the interval was undecided,
@@ -169,6 +172,7 @@ class Tally:
     estimates: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     n_eff: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    reach: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def add(self, folder: Path) -> None:
         for key, outcome, row in outcomes(folder):
@@ -179,10 +183,26 @@ class Tally:
                 if row.get(field_name) is not None:
                     values[key].append(float(row[field_name]))
             self.chances[key].append(forecast(folder, row)[0])
+            if (factor := fails_from(row)) is not None:
+                self.reach[key].append(factor)
         replay = folder.with_name(f"{folder.name}-tightened")
         for key, outcome, row in outcomes(replay) if replay.is_dir() else []:
             if row is not None:  # a claim has no threshold to tighten
                 self.tightened[_objective_name(key)][outcome] += 1
+
+
+def fails_from(row: dict[str, Any]) -> float | None:
+    """How many times tighter the threshold must be for the run's interval to lie wholly on the
+    failing side: the size of regression the objective catches (its interval taken as it was;
+    a replay recomputes it, so this is approximate)."""
+    threshold, lower, upper = (row.get(k) for k in ("threshold", "ci_lower", "ci_upper"))
+    if threshold is None or float(threshold) <= 0:
+        return None
+    bound = lower if row["comparison"] == "<=" else upper  # the side that must cross it
+    if bound is None or not math.isfinite(float(bound)) or float(bound) <= 0:
+        return None
+    ratio = float(threshold) / float(bound)
+    return ratio if row["comparison"] == "<=" else 1 / ratio
 
 
 def _counts(c: Counter[str]) -> str:
@@ -196,14 +216,15 @@ def print_tally(folders: list[Path]) -> None:
     for folder in folders:
         t.add(folder)
     print(f"{len(folders)} runs: {' '.join(f.name for f in folders)}")
-    print(f"{'objective':<48} PASS FAIL  INC  INV  estimate (cv)   n_eff   forecast")
+    print(f"{'objective':<48} PASS FAIL  INC  INV  estimate (cv)   n_eff   forecast  FAILs from")
     for key in sorted(t.counts):
         est, neff, chances = t.estimates[key], t.n_eff[key], t.chances[key]
         cv = statistics.pstdev(est) / statistics.fmean(est) if len(est) > 1 else 0.0
         mean = f"{statistics.fmean(est):.4g} ({cv:.1%})" if est else ""
         span = f"{min(neff):.0f}-{max(neff):.0f}" if neff else ""
         chance = f"{min(chances):.3f}" if chances else ""
-        print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance}")
+        reach = f"x{max(t.reach[key]):.1f} tighter" if t.reach[key] else ""
+        print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance:<9} {reach}")
     if t.tightened:
         print("\nthe same runs judged tighter (replay):")
         for key in sorted(t.tightened):
