@@ -39,6 +39,22 @@ def scenario_requests(path: Path = REALTIME) -> int:
     return load_scenario(path).workload.requests
 
 
+def run_pytest(
+    args: list[str],
+    *,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 1500,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in a subprocess, this checkout's code first on the path (as an
+    installed copy would be found from any folder); no option of the suite's added."""
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def run_suite(
     args: list[str],
     report_dir: Path,
@@ -48,24 +64,12 @@ def run_suite(
     timeout: float = 1500,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in a subprocess, reports into ``report_dir``."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *args,
-        # With '=': pytest must not take the folder for a test path.
-        f"--slo-report-dir={report_dir}",
-        "-p",
-        "no:cacheprovider",
-        "--slo-no-progress",
-    ]
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    proc = subprocess.run(
-        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
+    # With '=': pytest must not take the folder for a test path.
+    suite_args = [*args, f"--slo-report-dir={report_dir}", "--slo-no-progress"]
+    proc = run_pytest(suite_args, cwd=cwd, env=env, timeout=timeout)
     # Shown by pytest when an assertion on the result fails.
     print(
-        f"$ {' '.join(cmd)}\n--- stdout ---\n{proc.stdout[-6000:]}\n--- stderr ---\n"
+        f"$ {' '.join(proc.args)}\n--- stdout ---\n{proc.stdout[-6000:]}\n--- stderr ---\n"
         f"{proc.stderr[-3000:]}"
     )
     return proc

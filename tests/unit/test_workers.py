@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from fixtures.settings import ROOT
-from tests.e2e.helpers import REALTIME, run_suite
+from tests.e2e.helpers import REALTIME, run_pytest, run_suite
 
 NEW = Path(__file__).parent / "data" / "run-new"
 
@@ -84,15 +80,7 @@ def test_slo_files_found_in_a_folder_share_one_run_folder_across_workers(tmp_pat
         "    slo_settings.run_dir.mkdir(parents=True, exist_ok=True)\n"
         "    (slo_settings.run_dir / 'where.txt').write_text(str(slo_settings.run_dir))\n"
     )
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"]
-    proc = subprocess.run(
-        [*cmd, "--dist", "loadscope", "-k", "test_where"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_pytest(["-n", "2", "--dist", "loadscope", "-k", "test_where"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     (run,) = (tmp_path / "slo-runs").iterdir()
     (where,) = run.glob("workers/gw*/where.txt")
