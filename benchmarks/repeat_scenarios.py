@@ -23,8 +23,17 @@ fail).
 
 A claim test (priority against FCFS, two instances against one) counts too, from junit.xml:
 PASS where it passed, INVALID where a run was, INCONCLUSIVE where the interval was undecided,
-FAIL otherwise. Runs made on different days add up: ``--tally RUN_DIR...`` counts the run
-folders given (and their ``-tightened`` replays where present), so 20 runs need not be one sitting.
+FAIL otherwise.
+
+Below the objectives, one line per scenario counts the runs in which every objective of that
+scenario PASSed (and one line the runs in which every verdict did, claims included), with the
+exact two-sided 95% interval (Clopper-Pearson) on that run PASS rate, and a forecast for the
+whole scenario: the Bonferroni bound 1 - sum of its objectives' chances of not PASSing (no
+assumption on how their verdicts depend on each other), the lowest over the runs. k PASSes in
+k runs put the interval's lower end at 0.025^(1/k): 0.83 for 20 in 20, 0.95 for 72 in 72.
+
+Runs made on different days add up: ``--tally RUN_DIR...`` counts the run folders given (and
+their ``-tightened`` replays where present), so 20 runs need not be one sitting.
 
 Usage: .venv/bin/python benchmarks/repeat_scenarios.py -m realtime -k 5 [--tighten 3]
        [--out DIR] [-- extra pytest args]
@@ -48,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import norm
+from scipy.stats import binomtest, norm
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -173,22 +182,47 @@ class Tally:
     n_eff: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     reach: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # Per scenario (and "every verdict"): was every verdict of the run a PASS, and the
+    # Bonferroni forecast that all of them would be.
+    runs: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    run_chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def add(self, folder: Path) -> None:
+        passed: dict[str, bool] = defaultdict(lambda: True)
+        not_pass: dict[str, float] = defaultdict(float)
         for key, outcome, row in outcomes(folder):
             self.counts[key][outcome] += 1
+            passed[ALL_VERDICTS] &= outcome == "PASS"
             if row is None:
                 continue
+            passed[str(row["scenario"])] &= outcome == "PASS"
             for values, field_name in ((self.estimates, "estimate"), (self.n_eff, "n_eff")):
                 if row.get(field_name) is not None:
                     values[key].append(float(row[field_name]))
-            self.chances[key].append(forecast(folder, row)[0])
+            chance = forecast(folder, row)[0]
+            self.chances[key].append(chance)
+            for group in (ALL_VERDICTS, str(row["scenario"])):
+                not_pass[group] += 1 - chance  # nan where no forecast: the bound is unknown
             if (factor := fails_from(row)) is not None:
                 self.reach[key].append(factor)
         replay = folder.with_name(f"{folder.name}-tightened")
         for key, outcome, row in outcomes(replay) if replay.is_dir() else []:
             if row is not None:  # a claim has no threshold to tighten
                 self.tightened[_objective_name(key)][outcome] += 1
+        for group, all_passed in passed.items():
+            self.runs[group].append(all_passed)
+            bound = 1 - not_pass[group]
+            self.run_chances[group].append(bound if math.isnan(bound) else max(0.0, bound))
+
+
+ALL_VERDICTS = "every verdict (claims included)"
+
+
+def pass_rate(runs: list[bool]) -> str:
+    """k of n runs PASSed, with the exact 95% interval on the rate."""
+    k, n = sum(runs), len(runs)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return f"{k} of {n}  [{ci.low:.2f}, {ci.high:.2f}]"
 
 
 def fails_from(row: dict[str, Any]) -> float | None:
@@ -225,6 +259,10 @@ def print_tally(folders: list[Path]) -> None:
         chance = f"{min(chances):.3f}" if chances else ""
         reach = f"x{max(t.reach[key]):.1f} tighter" if t.reach[key] else ""
         print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance:<9} {reach}")
+    print(f"\n{'runs in which every verdict PASSed':<48} runs    95% CI        forecast")
+    for group in sorted(t.runs, key=lambda g: (g == ALL_VERDICTS, g)):
+        chances = t.run_chances[group]
+        print(f"{group:<48} {pass_rate(t.runs[group]):<22}{min(chances):.3f}")
     if t.tightened:
         print("\nthe same runs judged tighter (replay):")
         for key in sorted(t.tightened):
