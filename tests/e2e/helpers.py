@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,3 +117,26 @@ def group_alive(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, psutil.Error):
             pass
     return alive
+
+
+def finished(pid: int) -> float:
+    """Requests the server has finished, from its own /metrics."""
+    (port,) = [
+        c.laddr.port
+        for c in psutil.Process(pid).net_connections("tcp")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("vllm:request_success_total")
+    )
+
+
+def wait_finished(pid: int, n: int, timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    while finished(pid) < n:
+        assert time.monotonic() < deadline, f"the server did not finish {n} requests"
+        time.sleep(0.3)

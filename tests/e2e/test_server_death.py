@@ -10,14 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import psutil
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive, set_requests
+from tests.e2e.helpers import group_alive, set_requests, wait_finished
 
 
 def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
@@ -32,29 +31,6 @@ def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
         "def test_objective(slo_check, objective):\n    slo_check(objective)\n"
     )
     return path
-
-
-def _finished(pid: int) -> float:
-    """Requests the server has finished, from its own /metrics."""
-    (port,) = [
-        c.laddr.port
-        for c in psutil.Process(pid).net_connections("tcp")
-        if c.status == psutil.CONN_LISTEN
-    ]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.startswith("vllm:request_success_total")
-    )
-
-
-def _wait_finished(pid: int, n: int, timeout_s: float = 600) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _finished(pid) < n:
-        assert time.monotonic() < deadline, f"the server did not finish {n} requests"
-        time.sleep(0.3)
 
 
 def test_sigkill_mid_workload(tmp_path: Path) -> None:
@@ -93,14 +69,14 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
         assert time.monotonic() < deadline, "the server did not start in 600 s"
         time.sleep(0.5)
     first = json.loads(starts.read_text())[0]["pid"]
-    _wait_finished(first, 8 + 3)  # past the 8 warm-up requests, inside the measured ones
+    wait_finished(first, 8 + 3)  # past the 8 warm-up requests, inside the measured ones
     os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
     # Then the engine core of the next server, once c_engine's workload runs on it.
     while len(json.loads(starts.read_text())) < 2:
         assert proc.poll() is None and time.monotonic() < deadline + 600
         time.sleep(0.5)
     second = json.loads(starts.read_text())[1]["pid"]
-    _wait_finished(second, 28 + 8 + 3)  # b_after's 28, c_engine's warm-up, 3 measured
+    wait_finished(second, 28 + 8 + 3)  # b_after's 28, c_engine's warm-up, 3 measured
     (core,) = [p for p in psutil.Process(second).children() if "EngineCore" in p.name()]
     core.kill()
     out, _ = proc.communicate(timeout=900)
