@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -39,6 +40,11 @@ def set_requests(text: str, requests: object) -> str:
 def scenario_requests(path: Path = REALTIME) -> int:
     """The measured request count a bundled scenario file asks for."""
     return load_scenario(path).workload.requests
+
+
+def scenario_warmup(path: Path = REALTIME) -> int:
+    """The warm-up request count a bundled scenario file asks for (sent before the measured)."""
+    return load_scenario(path).workload.warmup_requests
 
 
 def run_pytest(
@@ -105,6 +111,22 @@ def server_started_apart(log: Path, api_key: str) -> Iterator[VllmServer]:
     argv = check_engine_args(sys.executable, config.args, origin="test").argv
     with VllmServer(config, log_path=log, argv=argv, api_key=api_key) as server:
         yield server
+
+
+def server_pid(
+    proc: subprocess.Popen[str], starts: Path, index: int = 0, timeout_s: float = 600
+) -> int:
+    """The pid of the run's server number ``index`` (from 0), once ``starts`` (the run's
+    servers/starts.json) records it: a server is up once its start is recorded. Fails when the
+    run ends first or the server takes longer than ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not starts.exists() or len(json.loads(starts.read_text())) <= index:
+        if proc.poll() is not None:
+            out = proc.communicate()[0] or ""  # None when the output was not piped
+            raise AssertionError(f"the run ended before server {index} was up\n{out[-3000:]}")
+        assert time.monotonic() < deadline, f"server {index} did not start in {timeout_s:.0f} s"
+        time.sleep(0.3)
+    return int(json.loads(starts.read_text())[index]["pid"])
 
 
 def group_alive(pgid: int) -> list[psutil.Process]:

@@ -8,13 +8,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive, junit_cases, scenario_requests, wait_finished
+from tests.e2e.helpers import (
+    group_alive,
+    junit_cases,
+    scenario_requests,
+    scenario_warmup,
+    server_pid,
+    wait_finished,
+)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -55,7 +61,7 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
     summary = json.loads((tmp_path / "realtime" / "summary.json").read_text())
     assert summary["invalid_reasons"][0] == "interrupted: partial run"
     rows = (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()
-    assert 0 < len(rows) < 8 + scenario_requests()  # warm-up and part of the measured
+    assert 0 < len(rows) < scenario_warmup() + scenario_requests()  # warm-up, part of measured
     # Every record says how the run ended; pytest's exit status stays "interrupted".
     assert proc.returncode == pytest.ExitCode.INTERRUPTED
     name = signal.Signals(sig).name
@@ -67,16 +73,11 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
 
 def _interrupt(proc: subprocess.Popen[str], starts: Path, sig: int) -> str:
     """Wait for the server, let the workload run, send ``sig``; the run's output."""
-    deadline = time.monotonic() + 600
-    while not starts.exists():  # the server is up once its start is recorded
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the server did not start in 600 s"
-        time.sleep(0.5)
-    pid = json.loads(starts.read_text())[0]["pid"]
+    pid = server_pid(proc, starts)
     assert group_alive(pid), "the server should be running before the interrupt"
     # Inside the measured requests, by the server's own count: building 3600 prompts can take
     # longer than a fixed sleep on a loaded machine, and an interrupt then measures nothing.
-    wait_finished(pid, 8 + 12)  # the 8 warm-up requests and 3 s of measured ones
+    wait_finished(pid, scenario_warmup() + 12)  # the warm-up and 3 s of measured requests
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     return out

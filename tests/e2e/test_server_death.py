@@ -9,14 +9,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import psutil
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive, set_requests, wait_finished
+from tests.e2e.helpers import group_alive, server_pid, set_requests, wait_finished
 
 
 def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
@@ -63,19 +62,11 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     starts = reports / "servers" / "starts.json"
-    deadline = time.monotonic() + 600
-    while not starts.exists():
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the server did not start in 600 s"
-        time.sleep(0.5)
-    first = json.loads(starts.read_text())[0]["pid"]
+    first = server_pid(proc, starts)
     wait_finished(first, 8 + 3)  # past the 8 warm-up requests, inside the measured ones
     os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
     # Then the engine core of the next server, once c_engine's workload runs on it.
-    while len(json.loads(starts.read_text())) < 2:
-        assert proc.poll() is None and time.monotonic() < deadline + 600
-        time.sleep(0.5)
-    second = json.loads(starts.read_text())[1]["pid"]
+    second = server_pid(proc, starts, index=1)
     wait_finished(second, 28 + 8 + 3)  # b_after's 28, c_engine's warm-up, 3 measured
     (core,) = [p for p in psutil.Process(second).children() if "EngineCore" in p.name()]
     core.kill()

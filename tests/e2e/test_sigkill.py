@@ -4,17 +4,16 @@ runs, so the server's watchdog and its parent-death signal are all that stop it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 
 from fixtures.settings import ROOT
+from tests.e2e.helpers import server_pid
 
 
 def test_sigkill_of_pytest_stops_every_vllm_process(tmp_path: Path) -> None:
@@ -24,17 +23,13 @@ def test_sigkill_of_pytest_stops_every_vllm_process(tmp_path: Path) -> None:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     family: list[psutil.Process] = []
     try:
         starts = tmp_path / "servers" / "starts.json"
-        deadline = time.monotonic() + 600
-        while not starts.exists():  # the server is up once its start is recorded
-            assert proc.poll() is None, "the suite ended before its server was up"
-            assert time.monotonic() < deadline, "the server did not start in 600 s"
-            time.sleep(0.2)
-        server = psutil.Process(json.loads(starts.read_text())[0]["pid"])
+        server = psutil.Process(server_pid(proc, starts))
         family = [server, *server.children(recursive=True)]
         names = " | ".join(" ".join(p.cmdline())[:60] for p in family)
         assert len(family) >= 2, f"expected the API server and its engine core: {names}"
