@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import subprocess
@@ -23,6 +22,7 @@ from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer
 from fixtures.session import ScenarioRunner
 from fixtures.settings import ROOT, Settings, programmatic
+from reports.run_files import read_starts
 from slo.scenario import load_scenario
 
 REALTIME = ROOT / "slo" / "scenarios" / "realtime.toml"
@@ -114,19 +114,19 @@ def server_started_apart(log: Path, api_key: str) -> Iterator[VllmServer]:
 
 
 def server_pid(
-    proc: subprocess.Popen[str], starts: Path, index: int = 0, timeout_s: float = 600
+    proc: subprocess.Popen[str], run_dir: Path, index: int = 0, timeout_s: float = 600
 ) -> int:
-    """The pid of the run's server number ``index`` (from 0), once ``starts`` (the run's
-    servers/starts.json) records it: a server is up once its start is recorded. Fails when the
+    """The pid of the run's server number ``index`` (from 0), once the run folder's
+    servers/starts.json records it: a server is up once its start is recorded. Fails when the
     run ends first or the server takes longer than ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    while not starts.exists() or len(json.loads(starts.read_text())) <= index:
+    while len(starts := read_starts(run_dir)) <= index:
         if proc.poll() is not None:
             out = proc.communicate()[0] or ""  # None when the output was not piped
             raise AssertionError(f"the run ended before server {index} was up\n{out[-3000:]}")
         assert time.monotonic() < deadline, f"server {index} did not start in {timeout_s:.0f} s"
         time.sleep(0.3)
-    return int(json.loads(starts.read_text())[index]["pid"])
+    return int(starts[index]["pid"])
 
 
 def group_alive(pgid: int) -> list[psutil.Process]:

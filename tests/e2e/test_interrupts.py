@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.settings import ROOT
+from reports.run_files import read_starts
 from tests.e2e.helpers import (
     group_alive,
     junit_cases,
@@ -48,13 +49,13 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
         preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        out = _interrupt(proc, tmp_path / "servers" / "starts.json", sig)
+        out = _interrupt(proc, tmp_path, sig)
     finally:
         if proc.poll() is None:  # a failed check must not leave a workload running
             proc.kill()
             proc.wait()
     print(out[-3000:])
-    pid = json.loads((tmp_path / "servers" / "starts.json").read_text())[0]["pid"]
+    pid = read_starts(tmp_path)[0]["pid"]
     assert proc.returncode != 0  # interrupted, not passed
     assert group_alive(pid) == []
     # What was measured before the interrupt is kept, marked as partial.
@@ -71,9 +72,9 @@ def test_interrupt_mid_workload_stops_every_server_process(tmp_path: Path, sig: 
     assert "Result: INCOMPLETE" in html and f"This run ended early, interrupted (by {name}" in html
 
 
-def _interrupt(proc: subprocess.Popen[str], starts: Path, sig: int) -> str:
+def _interrupt(proc: subprocess.Popen[str], run_dir: Path, sig: int) -> str:
     """Wait for the server, let the workload run, send ``sig``; the run's output."""
-    pid = server_pid(proc, starts)
+    pid = server_pid(proc, run_dir)
     assert group_alive(pid), "the server should be running before the interrupt"
     # Inside the measured requests, by the server's own count: building 3600 prompts can take
     # longer than a fixed sleep on a loaded machine, and an interrupt then measures nothing.

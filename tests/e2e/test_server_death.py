@@ -15,7 +15,14 @@ from pathlib import Path
 import psutil
 
 from fixtures.settings import ROOT
-from tests.e2e.helpers import group_alive, server_pid, set_requests, wait_finished
+from reports.run_files import read_starts
+from tests.e2e.helpers import (
+    group_alive,
+    scenario_warmup,
+    server_pid,
+    set_requests,
+    wait_finished,
+)
 
 
 def _scenario_copy(folder: Path, name: str, requests: int) -> Path:
@@ -61,13 +68,14 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    starts = reports / "servers" / "starts.json"
-    first = server_pid(proc, starts)
-    wait_finished(first, 8 + 3)  # past the 8 warm-up requests, inside the measured ones
+    warmup = scenario_warmup()  # the copies keep realtime's
+    first = server_pid(proc, reports)
+    wait_finished(first, warmup + 3)  # past the warm-up requests, inside the measured ones
     os.kill(first, signal.SIGKILL)  # the API server only, as the OOM killer would
     # Then the engine core of the next server, once c_engine's workload runs on it.
-    second = server_pid(proc, starts, index=1)
-    wait_finished(second, 28 + 8 + 3)  # b_after's 28, c_engine's warm-up, 3 measured
+    second = server_pid(proc, reports, index=1)
+    # b_after's 20 and its warm-up, c_engine's warm-up, 3 measured
+    wait_finished(second, 20 + warmup + warmup + 3)
     (core,) = [p for p in psutil.Process(second).children() if "EngineCore" in p.name()]
     core.kill()
     out, _ = proc.communicate(timeout=900)
@@ -116,7 +124,7 @@ def test_sigkill_mid_workload(tmp_path: Path) -> None:
     assert summary["summary"]["errors"] == len(errors)
 
     # The next test that needs the config got a fresh server, and it served every request.
-    pids = [s["pid"] for s in json.loads(starts.read_text())]
+    pids = [s["pid"] for s in read_starts(reports)]
     assert len(pids) == 2 and pids[0] != pids[1]
     after = [
         json.loads(r) for r in (reports / "b_after" / "records.jsonl").read_text().splitlines()

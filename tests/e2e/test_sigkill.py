@@ -28,8 +28,7 @@ def test_sigkill_of_pytest_stops_every_vllm_process(tmp_path: Path) -> None:
     )
     family: list[psutil.Process] = []
     try:
-        starts = tmp_path / "servers" / "starts.json"
-        server = psutil.Process(server_pid(proc, starts))
+        server = psutil.Process(server_pid(proc, tmp_path))
         family = [server, *server.children(recursive=True)]
         names = " | ".join(" ".join(p.cmdline())[:60] for p in family)
         assert len(family) >= 2, f"expected the API server and its engine core: {names}"
