@@ -32,13 +32,19 @@ whole scenario: the Bonferroni bound 1 - sum of its objectives' chances of not P
 assumption on how their verdicts depend on each other), the lowest over the runs. k PASSes in
 k runs put the interval's lower end at 0.025^(1/k): 0.83 for 20 in 20, 0.95 for 72 in 72.
 
-Runs made on different days add up: ``--tally RUN_DIR...`` counts the run folders given (and
-their ``-tightened`` replays where present), so 20 runs need not be one sitting.
+Runs made on different days add up: ``--tally SOURCE...`` counts the run folders given (and
+their ``-tightened`` replays where present) and the runs of the ledgers given, so 20 runs need
+not be one sitting. A ledger (``--ledger FILE.jsonl``) keeps one line per run, with what the
+tally needs, so a run still counts once its folder is gone (run folders are large, and CI's
+are thrown away): ``-m`` appends each run it makes, ``--tally`` the run folders it is given.
+A run is named by when it ended and the commit it ran (from its ``benchmark.json``) and is
+recorded once. A tally takes one profile: thresholds differ between machines.
 
 Usage: .venv/bin/python benchmarks/repeat_scenarios.py -m realtime -k 5 [--tighten 3]
-       [--out DIR] [-- extra pytest args]
+       [--out DIR] [--ledger FILE.jsonl] [-- extra pytest args]
        .venv/bin/python benchmarks/repeat_scenarios.py --forecast RUN_DIR [RUN_DIR ...]
-       .venv/bin/python benchmarks/repeat_scenarios.py --tally RUN_DIR [RUN_DIR ...]
+       .venv/bin/python benchmarks/repeat_scenarios.py --tally RUN_DIR|FILE.jsonl ...
+       [--ledger FILE.jsonl] [--profile NAME]
 Not a test: it prints figures and asserts nothing.
 """
 
@@ -53,7 +59,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +178,117 @@ def _objective_name(key: str) -> str:
     return key.split(" <=")[0].split(" >=")[0]
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One verdict of a run as the tally counts it: an objective, or a claim (no scenario)."""
+
+    key: str  # "scenario: objective" with its threshold, or "TestClass::test" for a claim
+    outcome: str
+    scenario: str | None = None
+    estimate: float | None = None
+    n_eff: float | None = None
+    forecast: float | None = None  # None where the run gives none
+    fails_from: float | None = None
+    tightened: str | None = None  # the outcome in the run's -tightened replay, if any
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run as a ledger line keeps it: what the tally needs once the folder is gone."""
+
+    run: str  # when the run ended and the commit it ran
+    profile: str
+    requests: dict[str, int]  # measured requests per scenario: the calibration it ran at
+    verdicts: tuple[Judged, ...]
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def run_name(folder: Path) -> str:
+    """When the run ended and the commit it ran (pytest-benchmark's record of both)."""
+    path = folder / "benchmark.json"
+    info: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    ended = str(info.get("datetime", ""))[:16] or time.strftime(
+        "%Y-%m-%dT%H:%M", time.gmtime(folder.stat().st_mtime)
+    )
+    commit = str((info.get("commit_info") or {}).get("id") or "unknown")[:7]
+    return f"{ended} {commit}"
+
+
+def record_of(folder: Path) -> RunRecord:
+    """A run folder, with its -tightened replay where there is one, as the ledger keeps it."""
+    replay = folder.with_name(f"{folder.name}-tightened")
+    tightened = {
+        _objective_name(key): outcome
+        for key, outcome, row in (outcomes(replay) if replay.is_dir() else [])
+        if row is not None  # a claim has no threshold to tighten
+    }
+    judged = []
+    for key, outcome, row in outcomes(folder):
+        if row is None:
+            judged.append(Judged(key, outcome))
+            continue
+        judged.append(
+            Judged(
+                key,
+                outcome,
+                scenario=str(row["scenario"]),
+                estimate=_number(row.get("estimate")),
+                n_eff=_number(row.get("n_eff")),
+                forecast=_number(forecast(folder, row)[0]),
+                fails_from=fails_from(row),
+                tightened=tightened.get(_objective_name(key)),
+            )
+        )
+    requests, profile = {}, "unknown"
+    for summary_path in sorted(folder.glob("*/summary.json")):
+        summary = json.loads(summary_path.read_text())
+        requests[str(summary["scenario"])] = int(summary["summary"]["requests"])
+        profile = str(summary.get("profile") or profile)
+    return RunRecord(run_name(folder), profile, requests, tuple(judged))
+
+
+def read_ledger(path: Path) -> list[RunRecord]:
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            verdicts = tuple(Judged(**v) for v in row.pop("verdicts"))
+            records.append(RunRecord(verdicts=verdicts, **row))
+        except (ValueError, TypeError, KeyError) as e:
+            raise SystemExit(f"{path}:{number}: not a ledger line ({e}); fix or remove it") from e
+    return records
+
+
+def append_ledger(path: Path, records: list[RunRecord]) -> int:
+    """Add the runs the ledger does not hold yet; how many were added."""
+    held = {r.run for r in read_ledger(path)} if path.exists() else set()
+    new = [r for r in records if r.run not in held]
+    with path.open("a") as f:
+        for record in new:
+            f.write(json.dumps(asdict(record), sort_keys=True) + "\n")
+    return len(new)
+
+
+def load(sources: list[Path]) -> list[RunRecord]:
+    """The runs of run folders and ledgers, each run once (the first source that has it)."""
+    records: dict[str, RunRecord] = {}
+    for source in sources:
+        if source.is_dir():
+            found = [record_of(source)]
+        elif source.suffix == ".jsonl" and source.is_file():
+            found = read_ledger(source)
+        else:
+            raise SystemExit(f"{source}: neither a run folder nor a .jsonl ledger; give either")
+        for record in found:
+            records.setdefault(record.run, record)
+    return list(records.values())
+
+
 @dataclass
 class Tally:
     """Verdicts per objective (or claim) over runs, and per objective over their replays."""
@@ -187,28 +304,28 @@ class Tally:
     runs: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     run_chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
-    def add(self, folder: Path) -> None:
+    def add(self, record: RunRecord) -> None:
         passed: dict[str, bool] = defaultdict(lambda: True)
         not_pass: dict[str, float] = defaultdict(float)
-        for key, outcome, row in outcomes(folder):
-            self.counts[key][outcome] += 1
-            passed[ALL_VERDICTS] &= outcome == "PASS"
-            if row is None:
+        for v in record.verdicts:
+            self.counts[v.key][v.outcome] += 1
+            passed[ALL_VERDICTS] &= v.outcome == "PASS"
+            if v.scenario is None:
                 continue
-            passed[str(row["scenario"])] &= outcome == "PASS"
-            for values, field_name in ((self.estimates, "estimate"), (self.n_eff, "n_eff")):
-                if row.get(field_name) is not None:
-                    values[key].append(float(row[field_name]))
-            chance = forecast(folder, row)[0]
-            self.chances[key].append(chance)
-            for group in (ALL_VERDICTS, str(row["scenario"])):
-                not_pass[group] += 1 - chance  # nan where no forecast: the bound is unknown
-            if (factor := fails_from(row)) is not None:
-                self.reach[key].append(factor)
-        replay = folder.with_name(f"{folder.name}-tightened")
-        for key, outcome, row in outcomes(replay) if replay.is_dir() else []:
-            if row is not None:  # a claim has no threshold to tighten
-                self.tightened[_objective_name(key)][outcome] += 1
+            # A scenario counts apart at each request count it was calibrated to.
+            group = f"{v.scenario} ({record.requests.get(v.scenario, '?')} requests)"
+            passed[group] &= v.outcome == "PASS"
+            for values, value in ((self.estimates, v.estimate), (self.n_eff, v.n_eff)):
+                if value is not None:
+                    values[v.key].append(value)
+            chance = math.nan if v.forecast is None else v.forecast
+            self.chances[v.key].append(chance)
+            for name in (ALL_VERDICTS, group):
+                not_pass[name] += 1 - chance  # nan where no forecast: the bound is unknown
+            if v.fails_from is not None:
+                self.reach[v.key].append(v.fails_from)
+            if v.tightened is not None:
+                self.tightened[_objective_name(v.key)][v.tightened] += 1
         for group, all_passed in passed.items():
             self.runs[group].append(all_passed)
             bound = 1 - not_pass[group]
@@ -243,26 +360,41 @@ def _counts(c: Counter[str]) -> str:
     return f"{c['PASS']:>5}{c['FAIL']:>5}{c['INCONCLUSIVE']:>5}{c['INVALID']:>5}"
 
 
-def print_tally(folders: list[Path]) -> None:
-    """How often each objective and claim PASSed over the run folders, and how their
-    ``-tightened`` replays (where present) came out."""
+def _lowest(chances: list[float]) -> str:
+    """The lowest forecast over the runs that gave one."""
+    known = [c for c in chances if not math.isnan(c)]
+    return f"{min(known):.3f}" if known else ""
+
+
+def print_tally(records: list[RunRecord]) -> None:
+    """How often each objective and claim PASSed over the runs, and how their ``-tightened``
+    replays (where recorded) came out."""
+    profiles = sorted({r.profile for r in records})
+    if not records:
+        raise SystemExit("no runs to tally: check the sources and --profile")
+    if len(profiles) > 1:
+        raise SystemExit(
+            f"the runs span profiles {', '.join(profiles)}: tally one at a time (--profile NAME)"
+        )
     t = Tally()
-    for folder in folders:
-        t.add(folder)
-    print(f"{len(folders)} runs: {' '.join(f.name for f in folders)}")
+    for record in records:
+        t.add(record)
+    print(f"{len(records)} runs, profile {', '.join(profiles)}:")
+    for record in records:
+        print(f"  {record.run}  {' '.join(f'{k}={n}' for k, n in record.requests.items())}")
     print(f"{'objective':<48} PASS FAIL  INC  INV  estimate (cv)   n_eff   forecast  FAILs from")
     for key in sorted(t.counts):
         est, neff, chances = t.estimates[key], t.n_eff[key], t.chances[key]
         cv = statistics.pstdev(est) / statistics.fmean(est) if len(est) > 1 else 0.0
         mean = f"{statistics.fmean(est):.4g} ({cv:.1%})" if est else ""
         span = f"{min(neff):.0f}-{max(neff):.0f}" if neff else ""
-        chance = f"{min(chances):.3f}" if chances else ""
+        chance = _lowest(chances)
         reach = f"x{max(t.reach[key]):.1f} tighter" if t.reach[key] else ""
         print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance:<9} {reach}")
     print(f"\n{'runs in which every verdict PASSed':<48} runs    95% CI        forecast")
     for group in sorted(t.runs, key=lambda g: (g == ALL_VERDICTS, g)):
         chances = t.run_chances[group]
-        print(f"{group:<48} {pass_rate(t.runs[group]):<22}{min(chances):.3f}")
+        print(f"{group:<48} {pass_rate(t.runs[group]):<22}{_lowest(chances)}")
     if t.tightened:
         print("\nthe same runs judged tighter (replay):")
         for key in sorted(t.tightened):
@@ -276,24 +408,40 @@ def main() -> None:
         "--forecast", nargs="+", type=Path, help="only forecast from these run folders"
     )
     parser.add_argument(
-        "--tally", nargs="+", type=Path, help="only count the verdicts of these run folders"
+        "--tally",
+        nargs="+",
+        type=Path,
+        help="only count the verdicts of these run folders and .jsonl ledgers",
     )
+    parser.add_argument(
+        "--ledger", type=Path, help="a .jsonl file to add each run to (made where missing)"
+    )
+    parser.add_argument("--profile", help="tally only the runs of this profile, e.g. cpu-tiny")
     parser.add_argument("-k", dest="runs", type=int, default=5, help="runs (default: 5)")
     parser.add_argument("--tighten", type=float, default=3.0, help="replay factor (default: 3)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
+    if args.ledger is not None and args.ledger.suffix != ".jsonl":
+        parser.error(f"--ledger {args.ledger}: a ledger is a .jsonl file; name it FILE.jsonl")
     if args.forecast:
         print_forecasts(args.forecast)
         return
     if args.tally:
-        print_tally(args.tally)
+        records = load(args.tally)
+        if args.ledger is not None:
+            folders = {run_name(f) for f in args.tally if f.is_dir()}
+            added = append_ledger(args.ledger, [r for r in records if r.run in folders])
+            print(f"{added} run(s) added to {args.ledger}")
+        if args.profile:
+            records = [r for r in records if r.profile == args.profile]
+        print_tally(records)
         return
     if not args.marker:
         parser.error("-m MARKER is required unless --forecast or --tally is given")
     out = args.out or ROOT / "slo-runs" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
-    folders = []
+    records = []
     for i in range(args.runs):
         folder = out / f"run{i + 1}"
         t0 = time.monotonic()
@@ -303,9 +451,11 @@ def main() -> None:
             ["-m", args.marker, f"--slo-replay={folder}", "--slo-tighten", f"{args.tighten:g}"],
             folder.with_name(f"{folder.name}-tightened"),
         )
-        folders.append(folder)
+        records.append(record_of(folder))
+        if args.ledger is not None:  # at once: a later run may be stopped
+            append_ledger(args.ledger, records[-1:])
     print(f"\n-m {args.marker}, replays {args.tighten:g}x tighter; run folders in {out}")
-    print_tally(folders)
+    print_tally(records)
 
 
 if __name__ == "__main__":

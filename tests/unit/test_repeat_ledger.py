@@ -1,0 +1,96 @@
+"""The ledger of benchmarks/repeat_scenarios.py: a run still counts once its folder is gone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from repeat_scenarios import append_ledger, load, print_tally, read_ledger, record_of
+
+RUN = Path(__file__).parent / "data" / "run-new"
+
+
+@pytest.fixture
+def run_pair(tmp_path: Path) -> Path:
+    """A copy of a stored run and a -tightened replay of it in which every objective FAILed."""
+    folder = tmp_path / "run1"
+    shutil.copytree(RUN, folder)
+    replay = tmp_path / "run1-tightened"
+    replay.mkdir()
+    rows = json.loads((RUN / "verdicts.json").read_text())
+    for row in rows:
+        row["outcome"] = "FAIL"
+        row["threshold"] /= 3
+        row["objective"] = row["objective"].split(" <=")[0] + " <= 1 ms"
+    (replay / "verdicts.json").write_text(json.dumps(rows))
+    return folder
+
+
+def test_a_run_is_named_by_its_end_and_commit_and_keeps_its_calibration(run_pair: Path) -> None:
+    record = record_of(run_pair)
+    assert (
+        record.run
+        == "2026-12-02T19:49 "
+        + json.loads((RUN / "benchmark.json").read_text())["commit_info"]["id"][:7]
+    )
+    assert record.profile == "cpu-tiny"
+    assert record.requests == {"realtime": 120}
+    objectives = [v for v in record.verdicts if v.scenario == "realtime"]
+    # The stored run's two p99s were INCONCLUSIVE at 120 requests, the rest PASSed.
+    assert {v.key.split(" <=")[0].split(" >=")[0]: v.outcome for v in objectives} == {
+        "realtime: ttft p50": "PASS",
+        "realtime: ttft p99": "INCONCLUSIVE",
+        "realtime: tpot p99": "INCONCLUSIVE",
+        "realtime: output_throughput": "PASS",
+    }
+    assert {v.tightened for v in objectives} == {"FAIL"}
+    assert objectives[0].estimate == pytest.approx(0.0285701885)
+
+
+def test_the_ledger_keeps_each_run_once_and_reads_back_what_was_written(
+    run_pair: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "runs.jsonl"
+    record = record_of(run_pair)
+    assert append_ledger(ledger, [record]) == 1
+    assert append_ledger(ledger, [record]) == 0
+    assert read_ledger(ledger) == [record]
+    # The folder and the ledger name the same run: it counts once.
+    assert load([run_pair, ledger]) == [record]
+
+
+def test_a_tally_from_the_ledger_is_the_tally_from_the_folder(
+    run_pair: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "runs.jsonl"
+    append_ledger(ledger, [record_of(run_pair)])
+    print_tally(load([run_pair]))
+    from_folder = capsys.readouterr().out
+    shutil.rmtree(run_pair)
+    print_tally(load([ledger]))
+    assert capsys.readouterr().out == from_folder
+    assert "realtime (120 requests)" in from_folder
+    assert "0 of 1" in from_folder  # two p99s were INCONCLUSIVE: the run did not fully PASS
+    assert "realtime: ttft p50" in from_folder.split("judged tighter")[1]
+
+
+def test_runs_of_two_profiles_are_not_tallied_together(run_pair: Path, tmp_path: Path) -> None:
+    record = record_of(run_pair)
+    other = type(record)("2026-12-03T10:00 abcdef0", "h200-llama2-7b", {}, record.verdicts)
+    with pytest.raises(SystemExit, match="span profiles cpu-tiny, h200-llama2-7b"):
+        print_tally([record, other])
+
+
+def test_a_damaged_ledger_line_is_named(tmp_path: Path) -> None:
+    ledger = tmp_path / "runs.jsonl"
+    ledger.write_text('{"run": "x"}\n')
+    with pytest.raises(SystemExit, match=r"runs.jsonl:1: not a ledger line"):
+        read_ledger(ledger)
+    with pytest.raises(SystemExit, match=r"neither a run folder nor a \.jsonl ledger"):
+        load([tmp_path / "missing"])
