@@ -198,7 +198,7 @@ class RunRecord:
 
     run: str  # when the run ended and the commit it ran
     profile: str
-    requests: dict[str, int]  # measured requests per scenario: the calibration it ran at
+    requests: dict[str, int]  # per scenario, the calibration it ran at (see record_of)
     verdicts: tuple[Judged, ...]
 
 
@@ -207,14 +207,16 @@ def _number(value: Any) -> float | None:
 
 
 def run_name(folder: Path) -> str:
-    """When the run ended and the commit it ran (pytest-benchmark's record of both)."""
+    """When the run ended and the commit it ran, "+changes" where the checkout had uncommitted
+    changes (pytest-benchmark's record of both)."""
     path = folder / "benchmark.json"
     info: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     ended = str(info.get("datetime", ""))[:16] or time.strftime(
         "%Y-%m-%dT%H:%M", time.gmtime(folder.stat().st_mtime)
     )
-    commit = str((info.get("commit_info") or {}).get("id") or "unknown")[:7]
-    return f"{ended} {commit}"
+    commit_info = info.get("commit_info") or {}
+    commit = str(commit_info.get("id") or "unknown")[:7]
+    return f"{ended} {commit}{'+changes' if commit_info.get('dirty') else ''}"
 
 
 def record_of(folder: Path) -> RunRecord:
@@ -242,11 +244,14 @@ def record_of(folder: Path) -> RunRecord:
                 tightened=tightened.get(_objective_name(key)),
             )
         )
-    requests, profile = {}, "unknown"
-    for summary_path in sorted(folder.glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        requests[str(summary["scenario"])] = int(summary["summary"]["requests"])
-        profile = str(summary.get("profile") or profile)
+    # The calibration a scenario ran at: its smallest class's count (a background class sends
+    # for as long as the others run, so its count moves from run to run).
+    requests: dict[str, int] = {}
+    for row in verdicts(folder):
+        scenario, n = str(row["scenario"]), int(row["n"])
+        requests[scenario] = min(requests.get(scenario, n), n)
+    profiles = {str(row["profile"]) for row in verdicts(folder)}
+    profile = profiles.pop() if len(profiles) == 1 else "unknown"
     return RunRecord(run_name(folder), profile, requests, tuple(judged))
 
 
@@ -382,6 +387,9 @@ def print_tally(records: list[RunRecord]) -> None:
     print(f"{len(records)} runs, profile {', '.join(profiles)}:")
     for record in records:
         print(f"  {record.run}  {' '.join(f'{k}={n}' for k, n in record.requests.items())}")
+    with_figures = sum(any(v.estimate is not None for v in r.verdicts) for r in records)
+    if with_figures < len(records):
+        print(f"(estimates, n_eff, forecasts, replays: from the {with_figures} runs with figures)")
     print(f"{'objective':<48} PASS FAIL  INC  INV  estimate (cv)   n_eff   forecast  FAILs from")
     for key in sorted(t.counts):
         est, neff, chances = t.estimates[key], t.n_eff[key], t.chances[key]
@@ -391,10 +399,10 @@ def print_tally(records: list[RunRecord]) -> None:
         chance = _lowest(chances)
         reach = f"x{max(t.reach[key]):.1f} tighter" if t.reach[key] else ""
         print(f"{key:<48}{_counts(t.counts[key])}  {mean:<15} {span:<7} {chance:<9} {reach}")
-    print(f"\n{'runs in which every verdict PASSed':<48} runs    95% CI        forecast")
+    print(f"\n{'runs in which every verdict PASSed':<48} runs     95% CI         forecast")
     for group in sorted(t.runs, key=lambda g: (g == ALL_VERDICTS, g)):
         chances = t.run_chances[group]
-        print(f"{group:<48} {pass_rate(t.runs[group]):<22}{_lowest(chances)}")
+        print(f"{group:<48} {pass_rate(t.runs[group]):<23} {_lowest(chances)}")
     if t.tightened:
         print("\nthe same runs judged tighter (replay):")
         for key in sorted(t.tightened):

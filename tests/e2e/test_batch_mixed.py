@@ -9,7 +9,7 @@ from tests.e2e.helpers import junit_cases, run_suite
 
 
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
-    # Capped at 120 measured requests per class (the scenarios send 1600 and 800) to keep CI
+    # Capped at 120 measured requests per class (the scenarios send 3000 and 800) to keep CI
     # short; the background batch class of mixed still runs until the realtime class is done.
     cap = ["--slo-max-requests=120"]
     proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py", *cap], tmp_path)

@@ -34,11 +34,9 @@ def run_pair(tmp_path: Path) -> Path:
 
 def test_a_run_is_named_by_its_end_and_commit_and_keeps_its_calibration(run_pair: Path) -> None:
     record = record_of(run_pair)
-    assert (
-        record.run
-        == "2026-12-02T19:49 "
-        + json.loads((RUN / "benchmark.json").read_text())["commit_info"]["id"][:7]
-    )
+    commit = json.loads((RUN / "benchmark.json").read_text())["commit_info"]["id"][:7]
+    # The stored run's checkout had uncommitted changes (benchmark.json: "dirty": true).
+    assert record.run == f"2026-12-02T19:49 {commit}+changes"
     assert record.profile == "cpu-tiny"
     assert record.requests == {"realtime": 120}
     objectives = [v for v in record.verdicts if v.scenario == "realtime"]
@@ -94,3 +92,18 @@ def test_a_damaged_ledger_line_is_named(tmp_path: Path) -> None:
         read_ledger(ledger)
     with pytest.raises(SystemExit, match=r"neither a run folder nor a \.jsonl ledger"):
         load([tmp_path / "missing"])
+
+
+def test_a_background_class_does_not_split_the_calibration(run_pair: Path) -> None:
+    """A mixed run's batch class sends for as long as its realtime class runs, so its count
+    (and the scenario's total) moves from run to run: the smallest class names the run's
+    calibration."""
+    rows = json.loads((run_pair / "verdicts.json").read_text())
+    background = dict(rows[-1], request_class="batch", n=2792)
+    background["objective"] = "output_throughput class=batch >= 300 tok/s"
+    (run_pair / "verdicts.json").write_text(json.dumps([*rows, background]))
+    summary_path = run_pair / "realtime" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["summary"]["requests"] = 120 + 2792
+    summary_path.write_text(json.dumps(summary))
+    assert record_of(run_pair).requests == {"realtime": 120}
