@@ -246,11 +246,12 @@ def record_of(folder: Path) -> RunRecord:
         )
     # The calibration a scenario ran at: its smallest class's count (a background class sends
     # for as long as the others run, so its count moves from run to run).
+    rows = verdicts(folder)
     requests: dict[str, int] = {}
-    for row in verdicts(folder):
+    for row in rows:
         scenario, n = str(row["scenario"]), int(row["n"])
         requests[scenario] = min(requests.get(scenario, n), n)
-    profiles = {str(row["profile"]) for row in verdicts(folder)}
+    profiles = {str(row["profile"]) for row in rows}
     profile = profiles.pop() if len(profiles) == 1 else "unknown"
     return RunRecord(run_name(folder), profile, requests, tuple(judged))
 
