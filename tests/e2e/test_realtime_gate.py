@@ -11,10 +11,21 @@ import psutil
 import pytest
 
 from slo.sequential import StopRule
-from tests.e2e.helpers import group_alive, junit_cases, run_suite, scenario_requests
+from tests.e2e.helpers import (
+    group_alive,
+    junit_cases,
+    run_suite,
+    scenario_requests,
+    scenario_warmup,
+)
 
 OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput", "goodput")
 REQUESTS = scenario_requests()  # measured requests of slo/scenarios/realtime.toml
+# The gate runs the main job capped at a third of its requests (5 minutes, not 15) to keep CI
+# short: a quiet run's TTFT p99 still holds about 600 effective samples (368 decide it), TPOT
+# p99's waves of slow requests may leave it INCONCLUSIVE (243 of 1200, 2026-12-06). Whether the
+# full job PASSes 19 runs in 20 is benchmarks/repeat_scenarios.py's question, not CI's.
+CAP = REQUESTS // 3
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +33,7 @@ def main_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("realtime")
-    return run_suite(["-m", "realtime"], out), out
+    return run_suite(["-m", "realtime", f"--slo-max-requests={CAP}"], out), out
 
 
 def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
@@ -31,10 +42,11 @@ def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
     proc, out = main_run
     cases = junit_cases(out / "junit.xml")
     assert {c.split("[", 1)[1].rstrip("]") for c in cases} == set(OBJECTIVES)
-    # On a quiet 2-core machine every objective PASSes (slo/scenarios/realtime.toml). A shared
-    # CI machine can cluster the slow requests so much that the requests hold fewer effective
-    # samples than a p99 needs, or shift TTFT halfway through (another job starting): then the
-    # verdict is INCONCLUSIVE with its reason (the requests that would decide it, or the drift).
+    # On a quiet 2-core machine the full job PASSes every objective (slo/scenarios/realtime.toml);
+    # capped, TPOT p99 may be undecided. A shared CI machine can cluster the slow requests so
+    # much that they hold fewer effective samples than a p99 needs, or shift TTFT halfway
+    # through (another job starting): then the verdict is INCONCLUSIVE with its reason (the
+    # requests that would decide it, or the drift).
     # Never a PASS the data cannot carry, never FAIL or INVALID from a healthy server.
     outcomes = {}
     for name, case in cases.items():
@@ -55,7 +67,7 @@ def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
     assert proc.returncode == (0 if passed == len(OBJECTIVES) else 1)
     assert re.search(rf"\b{passed} passed\b", proc.stdout)
     ttft_p99 = cases["test_objective[ttft p99]"]["properties"]
-    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == REQUESTS
+    assert int(ttft_p99["slo.n"]) + int(ttft_p99["slo.warmup_dropped"]) == CAP
     assert (
         float(ttft_p99["slo.ci_lower"])
         <= float(ttft_p99["slo.estimate"])
@@ -105,12 +117,12 @@ def test_benchmark_json_in_pytest_benchmark_format(
     assert {"machine_info", "commit_info", "benchmarks", "datetime", "version"} <= set(data)
     by_name = {b["name"]: b for b in data["benchmarks"]}
     ttft = by_name["realtime[ttft]"]
-    assert ttft["stats"]["rounds"] == REQUESTS == len(ttft["stats"]["data"])
+    assert ttft["stats"]["rounds"] == CAP == len(ttft["stats"]["data"])
     assert 0 < ttft["stats"]["min"] <= ttft["stats"]["median"] <= ttft["stats"]["max"]
     assert ttft["extra_info"]["profile"] == "cpu-tiny"
     assert "realtime[tpot]" in by_name and "realtime[e2e]" in by_name
     records = (out / "realtime" / "records.jsonl").read_text().splitlines()
-    assert len(records) == REQUESTS + 8  # measured + warm-up, none dropped
+    assert len(records) == CAP + scenario_warmup()  # measured + warm-up, none dropped
     rows = [json.loads(r) for r in records]
     assert all(r["error"] is None for r in rows)
     assert all(r["output_tokens"] == 32 for r in rows)
