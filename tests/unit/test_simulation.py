@@ -89,6 +89,17 @@ def test_a_clear_margin_still_passes() -> None:
     assert np.mean(p99 == PASS) > 0.5
 
 
+def test_a_looser_threshold_is_never_harder_to_pass() -> None:
+    # p50 of a queue at utilisation 0.5 with the threshold at 1.5x-6x the truth. When the
+    # threshold's own exceedance indicator counted however far out it sat, its few bursty
+    # crossings set the effective n: 99% PASSed at 1.5x, 78% at 3x.
+    rng = np.random.default_rng(808)
+    x = queue(0.5).sample(rng, 400, N, 0.5)
+    rates = [np.mean(judge_quantile_runs(x, 0.5, CONFIDENCE, m) == PASS) for m in (1.5, 3, 6)]
+    assert rates[0] > 0.95
+    assert rates[1] >= rates[0] - 0.02 and rates[2] >= rates[1] - 0.02, rates
+
+
 def test_drift_through_the_run_prevents_a_pass_that_would_not_hold_at_its_end() -> None:
     # Truth 0.9x the threshold at mid-run, but the server slows 40% from start to end (the
     # last requests sit at 1.08x): a PASS of the run's average would not hold where it ended.
