@@ -69,6 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reports.junit_xml import JunitCase, read_junit  # noqa: E402
+from reports.run_files import read_environment  # noqa: E402
 from slo.planning import pass_chance, requests_needed  # noqa: E402
 from slo.records import from_row  # noqa: E402
 from slo.stats import RunSummary, summarize  # noqa: E402
@@ -149,18 +150,35 @@ def claim_outcome(case: JunitCase) -> str | None:
     return "INCONCLUSIVE" if "(undecided)" in case.message else "FAIL"
 
 
-def outcomes(folder: Path) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """(objective or test, outcome, verdict row) for every verdict of a run folder: the
-    objectives from verdicts.json, the other tests (claims) from junit.xml."""
-    rows: list[tuple[str, str, dict[str, Any] | None]] = [
-        (f"{v['scenario']}: {v['objective']}", str(v["outcome"]), v) for v in verdicts(folder)
+Outcome = tuple[str, str, dict[str, Any] | None, str | None]
+"""(objective or test, outcome, verdict row, scenario)"""
+
+
+def outcomes(folder: Path) -> list[Outcome]:
+    """Every verdict of a run folder: the objectives from verdicts.json, the other tests
+    (claims) from junit.xml, and as a FAIL each objective test that failed or errored without
+    reaching a verdict (a server that would not start, or died): a broken run must not drop out
+    of the count of runs that PASSed."""
+    judged = verdicts(folder)
+    rows: list[Outcome] = [
+        (f"{v['scenario']}: {v['objective']}", str(v["outcome"]), v, str(v["scenario"]))
+        for v in judged
     ]
+    scenario_of = {str(v["test"]).split("::")[0]: str(v["scenario"]) for v in judged}
     junit = folder / "junit.xml"
     cases = read_junit(junit).cases if junit.exists() else ()
     for case in cases:
-        outcome = claim_outcome(case)
-        if outcome is not None and not case.name.startswith("test_objective"):
-            rows.append((f"{case.classname.rsplit('.', 1)[-1]}::{case.name}", outcome, None))
+        if not case.name.startswith("test_objective"):
+            outcome = claim_outcome(case)
+            if outcome is not None:
+                key = f"{case.classname.rsplit('.', 1)[-1]}::{case.name}"
+                rows.append((key, outcome, None, None))
+        elif case.status in ("failed", "error") and not any(
+            case.is_test(str(v["test"])) for v in judged
+        ):
+            test_file = case.test_id.split("::")[0]
+            scenario = scenario_of.get(test_file, test_file)  # a file none of whose tests judged
+            rows.append((f"{scenario}: {case.name} (no verdict)", "FAIL", None, scenario))
     return rows
 
 
@@ -224,13 +242,13 @@ def record_of(folder: Path) -> RunRecord:
     replay = folder.with_name(f"{folder.name}-tightened")
     tightened = {
         _objective_name(key): outcome
-        for key, outcome, row in (outcomes(replay) if replay.is_dir() else [])
+        for key, outcome, row, _ in (outcomes(replay) if replay.is_dir() else [])
         if row is not None  # a claim has no threshold to tighten
     }
     judged = []
-    for key, outcome, row in outcomes(folder):
+    for key, outcome, row, scenario in outcomes(folder):
         if row is None:
-            judged.append(Judged(key, outcome))
+            judged.append(Judged(key, outcome, scenario=scenario))
             continue
         judged.append(
             Judged(
@@ -252,6 +270,8 @@ def record_of(folder: Path) -> RunRecord:
         scenario, n = str(row["scenario"]), int(row["n"])
         requests[scenario] = min(requests.get(scenario, n), n)
     profiles = {str(row["profile"]) for row in rows}
+    if not profiles:  # nothing judged: the profile the run was started with
+        profiles = {str(read_environment(folder).get("profile", "unknown"))}
     profile = profiles.pop() if len(profiles) == 1 else "unknown"
     return RunRecord(run_name(folder), profile, requests, tuple(judged))
 

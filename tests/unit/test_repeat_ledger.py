@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -107,3 +108,30 @@ def test_a_background_class_does_not_split_the_calibration(run_pair: Path) -> No
     summary["summary"]["requests"] = 120 + 2792
     summary_path.write_text(json.dumps(summary))
     assert record_of(run_pair).requests == {"realtime": 120}
+
+
+def test_an_objective_that_reached_no_verdict_keeps_the_run_from_passing(
+    run_pair: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that dies or will not start fails its objective tests before any verdict: the
+    run still counts, as one that did not PASS."""
+    rows = json.loads((run_pair / "verdicts.json").read_text())
+    for row in rows:
+        row["outcome"] = "PASS"
+    # ttft p99's test failed (junit.xml) but, as when its server died, left no verdict row.
+    kept = [r for r in rows if not r["test"].endswith("[ttft p99]")]
+    (run_pair / "verdicts.json").write_text(json.dumps(kept))
+    record = record_of(run_pair)
+    lost = [v for v in record.verdicts if v.outcome != "PASS"]
+    assert [(v.key, v.outcome, v.scenario) for v in lost] == [
+        ("realtime: test_objective[ttft p99] (no verdict)", "FAIL", "realtime")
+    ]
+    print_tally([record])
+    assert re.search(r"realtime \(120 requests\) +0 of 1", capsys.readouterr().out)
+    # Nothing judged at all: the run is named by the profile it started with, and counted.
+    (run_pair / "verdicts.json").unlink()
+    record = record_of(run_pair)
+    assert record.profile == "cpu-tiny"
+    print_tally([record])
+    out = capsys.readouterr().out
+    assert re.search(r"suites/test_realtime.py \(\? requests\) +0 of 1", out), out
