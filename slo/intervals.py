@@ -10,11 +10,11 @@ intervals are the classic ones; on clustered data they widen as much as the clus
   level x" at three levels: the estimate, the objective's threshold, and a level with at least
   30 expected exceedances (for a p99 of 600 requests: the p95), the largest of the three. The
   first two are where the verdict is decided; the third sees the clustering of the tail with
-  enough events to measure it. The threshold counts only while at least half as many requests
-  lie above it (and below it) as would if the quantile sat on it: a threshold far out in the
-  tail is crossed by a few bursts whose clustering is not the quantile's (simulation: with it,
-  a p50 at 3x headroom PASSed less often than at 1.5x). Assumption: slow requests cluster at
-  the threshold no more than at those levels.
+  enough events to measure it. The threshold counts only while at least a quarter as many
+  requests lie above it (and below it) as would if the quantile sat on it (``NEAR``): a
+  threshold far out in the tail is crossed by a few bursts whose clustering is not the
+  quantile's (simulation: with it, a p50 at 3x headroom PASSed less often than at 1.5x).
+  Assumption: slow requests cluster at the threshold no more than at those levels.
 - The HAC estimate of the VIF is itself uncertain; where it shows positive dependence it is
   widened by (t_nu / z)^2, nu = 3n / 2B, the usual degrees of freedom of a Bartlett estimate of
   bandwidth B (where it shows none, the classic interval stands), and the bandwidth is twice
@@ -52,6 +52,9 @@ MIN_EFFECTIVE = 100
 RATE_WINDOWS = 20
 TAIL_EVENTS = 30
 """The third level of a quantile's VIF has at least this many expected exceedances."""
+NEAR = 0.25
+"""The threshold's level counts while at least this share of the requests a quantile on the
+threshold would put above it (and below it) are there."""
 
 
 @dataclass(frozen=True)
@@ -118,10 +121,10 @@ def quantile_bounds(
             over = a > float(threshold)
             k = np.count_nonzero(over, axis=-1)
             # The threshold's indicator stands in for the quantile's were the quantile at the
-            # threshold, with n(1-q) requests above it. Far from that (under half as many above
-            # or below), its few crossings are rare bursts that say nothing of the clustering at
-            # the quantile, and a looser threshold would be harder to PASS than a tighter one.
-            near = (k >= n * (1 - q) / 2) & (n - k >= n * q / 2)
+            # threshold, with n(1-q) requests above it. Far from that (under a quarter as many
+            # above or below), its few crossings are rare bursts that say nothing of the
+            # clustering at the quantile, and a looser threshold was harder to PASS.
+            near = (k >= n * (1 - q) * NEAR) & (n - k >= n * q * NEAR)
             per_level.append(np.where(near, vif_rows(over, confidence), np.nan))
         # fmax skips NaN (a level with no exceedances says nothing) without nanmax's warning.
         v = np.fmax.reduce(np.stack(per_level), axis=0) if n > 1 else np.ones(runs)
