@@ -89,10 +89,11 @@ def test_a_clear_margin_still_passes() -> None:
     assert np.mean(p99 == PASS) > 0.5
 
 
-def test_a_looser_threshold_is_never_harder_to_pass() -> None:
+def test_a_threshold_far_in_the_tail_does_not_make_a_pass_harder() -> None:
     # p50 of a queue at utilisation 0.5 with the threshold at 1.5x-6x the truth. When the
     # threshold's own exceedance indicator counted however far out it sat, its few bursty
-    # crossings set the effective n: 99% PASSed at 1.5x, 78% at 3x.
+    # crossings set the effective n: 99% PASSed at 1.5x, 78% at 3x. (Between, at 2x-2.5x, a
+    # dip to about 93% remains: there the threshold's level still counts, benchmarks/headroom.py.)
     rng = np.random.default_rng(808)
     x = queue(0.5).sample(rng, 400, N, 0.5)
     rates = [np.mean(judge_quantile_runs(x, 0.5, CONFIDENCE, m) == PASS) for m in (1.5, 3, 6)]
