@@ -96,9 +96,27 @@ def _regressions(out: Path) -> dict[str, dict[str, Any]]:
     return {n: c for n, c in cases.items() if n.startswith("test_regression[")}
 
 
+def client_spoiled(cases: dict[str, dict[str, Any]]) -> bool:
+    """Whether an arm's run was INVALID because the client lagged its schedule. On 2 cores
+    vLLM's threads can stall the client's event loop for tens of ms; with 80 requests an arm,
+    two such stalls put the schedule lag p99 past its 20 ms bound. The lag also reaches the
+    client's token timings, so the comparison is void, and every regression test says so."""
+    invalid = [c for c in cases.values() if "slo.regression.invalid" in c["properties"]]
+    if not invalid:
+        return False
+    assert len(invalid) == len(cases), cases
+    assert all("run INVALID: " in c["message"] for c in invalid), invalid
+    return all("schedule lag" in c["properties"]["slo.regression.invalid"] for c in invalid)
+
+
 def test_same_server_against_itself_is_no_regression(server: str, tmp_path: Path) -> None:
-    run_suite([*AB, f"--slo-endpoint={server}", f"--slo-ab-baseline-endpoint={server}"], tmp_path)
+    args = [*AB, f"--slo-endpoint={server}", f"--slo-ab-baseline-endpoint={server}"]
+    run_suite(args, tmp_path)
     cases = _regressions(tmp_path)
+    if client_spoiled(cases):  # measured again: this test is about the comparison, not the client
+        tmp_path = tmp_path / "again"
+        run_suite(args, tmp_path)
+        cases = _regressions(tmp_path)
     assert "test_regression[ttft p50]" in cases and "test_regression[error_rate]" in cases
     for name, case in cases.items():
         props = case["properties"]
