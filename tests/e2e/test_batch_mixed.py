@@ -28,8 +28,12 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
             assert "clustered" in case["message"] or "straddles" in case["message"], case
             assert "requests would decide it" in case["message"], case
         print(name, props["slo.outcome"], props["slo.n"], props.get("slo.n_eff"))
-    # Throughput is judged on batch means over time windows: it decides.
-    assert objectives["test_objective[output_throughput]"]["properties"]["slo.outcome"] == "PASS"
+    # Throughput is judged on batch means over time windows. At 120 closed-loop requests the
+    # windows hold a wave or two each, and on a noisy machine they can straddle the floor (769
+    # tok/s, CI 291-1247 against 300, 2026-12-06): then INCONCLUSIVE, asked for more requests.
+    throughput = objectives["test_objective[output_throughput]"]
+    if throughput["properties"]["slo.outcome"] != "PASS":
+        assert "more requests would decide it" in throughput["message"], throughput
     # The priority claim is a comparison with an interval: with 120 clustered realtime requests
     # per variant it may be undecided on 2 cores (then it says so), never shown without one.
     claim_case = cases["test_priority_scheduling_lowers_realtime_ttft"]
