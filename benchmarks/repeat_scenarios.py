@@ -69,7 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reports.junit_xml import JunitCase, read_junit  # noqa: E402
-from reports.run_files import read_environment  # noqa: E402
+from reports.run_files import read_environment, read_verdicts  # noqa: E402
 from slo.planning import pass_chance, requests_needed  # noqa: E402
 from slo.records import from_row  # noqa: E402
 from slo.stats import RunSummary, summarize  # noqa: E402
@@ -93,12 +93,6 @@ def run(args: list[str], report_dir: Path) -> int:
         *args,
     ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True).returncode
-
-
-def verdicts(report_dir: Path) -> list[dict[str, Any]]:
-    path = report_dir / "verdicts.json"
-    rows: list[dict[str, Any]] = json.loads(path.read_text()) if path.exists() else []
-    return rows
 
 
 @functools.cache
@@ -159,7 +153,7 @@ def outcomes(folder: Path) -> list[Outcome]:
     (claims) from junit.xml, and as a FAIL each objective test that failed or errored without
     reaching a verdict (a server that would not start, or died): a broken run must not drop out
     of the count of runs that PASSed."""
-    judged = verdicts(folder)
+    judged = read_verdicts(folder)
     rows: list[Outcome] = [
         (f"{v['scenario']}: {v['objective']}", str(v["outcome"]), v, str(v["scenario"]))
         for v in judged
@@ -185,7 +179,7 @@ def outcomes(folder: Path) -> list[Outcome]:
 def print_forecasts(folders: list[Path]) -> None:
     print(f"{'run':<16}{'objective':<48}{'outcome':>13}  forecast  room")
     for folder in folders:
-        for v in verdicts(folder):
+        for v in read_verdicts(folder):
             key = f"{v['scenario']}: {v['objective']}"
             chance, room = forecast(folder, v)
             print(f"{folder.name:<16}{key:<48}{v['outcome']:>13}  {chance:8.3f}  {room}")
@@ -264,7 +258,7 @@ def record_of(folder: Path) -> RunRecord:
         )
     # The calibration a scenario ran at: its smallest class's count (a background class sends
     # for as long as the others run, so its count moves from run to run).
-    rows = verdicts(folder)
+    rows = read_verdicts(folder)
     requests: dict[str, int] = {}
     for row in rows:
         scenario, n = str(row["scenario"]), int(row["n"])
