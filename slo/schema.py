@@ -102,8 +102,9 @@ class ColdStartSpec:
 
 @dataclass(frozen=True)
 class Validity:
-    """``[validity]``: past ``schedule_lag_p99_s`` the client lagged and the run is INVALID;
-    past ``error_rate`` the server failed it and every objective FAILs."""
+    """``[validity]``: when more than 1% of the requests were sent later than
+    ``schedule_lag_p99_s`` beyond chance (slo/verdict.py: LAG_LEVEL) the client lagged and the run
+    is INVALID; past ``error_rate`` the server failed it and every objective FAILs."""
 
     schedule_lag_p99_s: float = 0.010
     error_rate: float = 0.01

@@ -17,8 +17,8 @@ def test_each_class_is_served_by_its_own_instance(tmp_path: Path) -> None:
     cases = junit_cases(tmp_path / "junit.xml")
     case = cases["test_two_instances_against_one_shared_priority_instance"]
     if proc.returncode != 0:
-        # 30 realtime requests make the schedule-lag p99 their maximum: one stall of the client on
-        # a shared 2-core machine makes the run INVALID, correctly (after the routing is checked).
+        # With 30 realtime requests, three stalls of the client on a shared 2-core machine make
+        # the run INVALID (more than 1% late beyond chance), correctly (after the routing).
         # The routing, the figures and the artifacts are what this test is about, and they come
         # out either way; any other failure fails it.
         assert [c["outcome"] for c in cases.values()] == ["failed"], proc.stdout[-3000:]
