@@ -1,4 +1,5 @@
-"""A client that falls behind its schedule makes the run INVALID, with the lag in the message.
+"""A client that falls behind its schedule makes the run INVALID, with the lag in the message;
+the suite's own work during a run (a sequential look) does not make it fall behind.
 
 The lag is real, not made up in the records: the per-record callback blocks the event loop, as
 a starved client CPU would, while an open-loop schedule keeps coming due. The records then go
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 from pathlib import Path
 
@@ -97,3 +99,37 @@ def test_lagging_client_is_invalid_never_pass(tmp_path: Path) -> None:
     # says it cannot decide rather than PASS on them.)
     on_time = dataclasses.replace(result, invalid_reasons=()).judge(objective)
     assert on_time.outcome is Outcome.INCONCLUSIVE and "clustered" in on_time.note
+
+
+def _busy(seconds: float) -> None:
+    """Pure-Python work, holding the GIL as judging a sequential look does."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_slow_stop_check_does_not_hold_back_the_schedule() -> None:
+    """--slo-sequential judges every objective at a look (17-32 ms for 200-500 real records on 2
+    cores). Run on the sending loop, that held back the requests coming due: a real run was
+    INVALID with 19 of 550 requests up to 218 ms late, most of them just after a look. Here each
+    tenth check takes 200 ms; on the loop, the next requests would be that late."""
+    loop_threads: list[int] = []
+    checks: list[int] = []
+
+    def stop_when(records: list[RequestRecord]) -> bool:
+        checks.append(threading.get_ident())
+        if len(records) % 10 == 0:
+            _busy(0.2)
+        return len(records) >= 30
+
+    async def run(url: str) -> list[RequestRecord]:
+        loop_threads.append(threading.get_ident())
+        plan = open_plan([f"s{i}" for i in range(80)], gap_s=0.02, timeout_s=10.0)
+        return await run_plan(plan, Target(url, MODEL), stop_when=stop_when)
+
+    with FaultInjector() as inj:
+        records = asyncio.run(run(inj.url))
+    assert checks and loop_threads[0] not in checks  # judged off the sending loop
+    assert 30 <= len(records) < 80  # and still stopped the run
+    late = [round(r.schedule_lag_s * 1000) for r in records if r.schedule_lag_s > 0.1]
+    assert late == [], late
