@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
@@ -10,13 +9,11 @@ import sys
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from fixtures.engine_args import check_engine_args
 from fixtures.pool import ServerPool
 from fixtures.selection import select
 from fixtures.server import ServerConfig, VllmServer
@@ -26,6 +23,18 @@ from reports.run_files import read_starts
 from slo.scenario import load_scenario
 
 REALTIME = ROOT / "slo" / "scenarios" / "realtime.toml"
+
+DEPLOYED_KEY = "sk-e2e-7f3a9c-not-for-reports"
+"""The API key of the shared deployed server (conftest.py): never in a report or a log."""
+
+
+def deployed_args(server: VllmServer) -> list[str]:
+    """The suite pointed at the shared deployed server, with its key from E2E_KEY (pass
+    ``env=DEPLOYED_ENV`` to run_suite)."""
+    return ["--slo-endpoint", server.base_url, "--slo-api-key-env", "E2E_KEY"]
+
+
+DEPLOYED_ENV = {"E2E_KEY": DEPLOYED_KEY}
 
 
 def set_requests(text: str, requests: object) -> str:
@@ -101,16 +110,6 @@ def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
     """The server config the realtime scenario gets under the cpu-tiny profile."""
     s = settings or programmatic("cpu-tiny")
     return ScenarioRunner(s, ServerPool(s)).server_config(select("realtime", s))
-
-
-@contextlib.contextmanager
-def server_started_apart(log: Path, api_key: str) -> Iterator[VllmServer]:
-    """A CPU vLLM with the realtime config, started apart from the suite as a deployed one
-    would be, wanting an API key; stopped on exit."""
-    config = realtime_server_config()
-    argv = check_engine_args(sys.executable, config.args, origin="test").argv
-    with VllmServer(config, log_path=log, argv=argv, api_key=api_key) as server:
-        yield server
 
 
 def server_pid(

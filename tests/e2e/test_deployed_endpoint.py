@@ -15,15 +15,7 @@ from typing import ClassVar
 import pytest
 
 from fixtures.server import VllmServer
-from tests.e2e.helpers import run_suite, server_started_apart
-
-SECRET = "deployed-e2e-key"
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    with server_started_apart(tmp_path_factory.mktemp("deployed") / "vllm.log", SECRET) as server:
-        yield server
+from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, run_suite
 
 
 class _MetricsProxy(BaseHTTPRequestHandler):
@@ -49,8 +41,8 @@ class _MetricsProxy(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def metrics_proxy(deployed: VllmServer) -> Iterator[str]:
-    _MetricsProxy.upstream = deployed.base_url
+def metrics_proxy(deployed_vllm: VllmServer) -> Iterator[str]:
+    _MetricsProxy.upstream = deployed_vllm.base_url
     _MetricsProxy.hits = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _MetricsProxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -62,14 +54,14 @@ def metrics_proxy(deployed: VllmServer) -> Iterator[str]:
 
 
 def test_metrics_come_from_the_metrics_url(
-    deployed: VllmServer, metrics_proxy: str, tmp_path: Path
+    deployed_vllm: VllmServer, metrics_proxy: str, tmp_path: Path
 ) -> None:
     reports = tmp_path / "reports"
-    args = ["-m", "realtime", "--slo-endpoint", deployed.base_url, "--slo-api-key-env", "E2E_KEY"]
+    args = ["-m", "realtime", *deployed_args(deployed_vllm)]
     run_suite(
         [*args, f"--slo-metrics-url={metrics_proxy}", "--slo-max-requests", "20"],
         reports,
-        env={"E2E_KEY": SECRET},
+        env=DEPLOYED_ENV,
     )
     assert not (reports / "servers").exists()  # nothing launched
     # The check before traffic, the scrapes before and after the measured requests, and the
@@ -80,22 +72,20 @@ def test_metrics_come_from_the_metrics_url(
     assert set(_MetricsProxy.hits) == {None}
     summary = json.loads((reports / "realtime" / "summary.json").read_text())
     ttft = summary["server_metrics"]["vllm:time_to_first_token_seconds"]
-    assert ttft["count"] == 20  # vLLM's own count of the measured requests, through the proxy
+    # vLLM's own count of the measured requests, through the proxy: the difference over the run,
+    # so the requests of earlier tests on this shared server are not in it.
+    assert ttft["count"] == 20
     env = json.loads((reports / "environment.json").read_text())
-    assert env["endpoint"] == deployed.base_url and env["metrics_url"] == metrics_proxy
+    assert env["endpoint"] == deployed_vllm.base_url and env["metrics_url"] == metrics_proxy
 
 
 def test_an_unreadable_metrics_url_stops_before_any_traffic(
-    deployed: VllmServer, metrics_proxy: str, tmp_path: Path
+    deployed_vllm: VllmServer, metrics_proxy: str, tmp_path: Path
 ) -> None:
     reports = tmp_path / "reports"
     wrong = metrics_proxy.replace("/prometheus/metrics", "/metrics")
-    args = ["-m", "realtime", "--slo-endpoint", deployed.base_url, "--slo-api-key-env", "E2E_KEY"]
-    proc = run_suite(
-        [*args, f"--slo-metrics-url={wrong}"],
-        reports,
-        env={"E2E_KEY": SECRET},
-    )
+    args = ["-m", "realtime", *deployed_args(deployed_vllm)]
+    proc = run_suite([*args, f"--slo-metrics-url={wrong}"], reports, env=DEPLOYED_ENV)
     assert proc.returncode == 1
     assert f"--slo-metrics-url {wrong}: could not read it (HTTP Error 404" in proc.stdout
     assert not (reports / "realtime").exists()

@@ -1,5 +1,6 @@
 """Monitoring end to end: real Prometheus and Pushgateway (Debian's packages) on loopback ports,
-Prometheus scraping CPU vLLM and the suite's live endpoint, the suite pushing its verdicts.
+Prometheus scraping CPU vLLM (the e2e tests' shared deployed server) and the suite's live endpoint,
+the suite pushing its verdicts.
 
 What Prometheus holds must agree with the run folder, and every PromQL expression of the
 Grafana dashboard must return data.
@@ -14,7 +15,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -25,10 +25,9 @@ from typing import Any
 
 import pytest
 
-from fixtures.engine_args import check_engine_args
 from fixtures.server import VllmServer
 from reports.prometheus import parse_openmetrics
-from tests.e2e.helpers import realtime_server_config, run_suite
+from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, run_suite
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "reports" / "grafana" / "slo-dashboard.json"
 PROMETHEUS = shutil.which("prometheus")
@@ -86,6 +85,8 @@ class Monitored:
     started: float
     ended: float
     proc: subprocess.CompletedProcess[str]
+    vllm_ttft_before: float
+    """vLLM's TTFT count before the run: the shared server served earlier tests."""
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         return self._api("query", {"query": expr, "time": f"{time.time():.3f}"})
@@ -123,65 +124,78 @@ class Monitored:
 
 
 @pytest.fixture(scope="module")
-def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
-    """CPU vLLM, a Pushgateway and a Prometheus scraping vLLM, the suite and the gateway; then a
-    short realtime run pushing to the gateway and serving its live endpoint."""
+def monitored(
+    deployed_vllm: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Monitored]:
+    """A Pushgateway and a Prometheus scraping the shared CPU vLLM, the suite and the gateway;
+    then a short realtime run pushing to the gateway and serving its live endpoint."""
     assert PROMETHEUS is not None and PUSHGATEWAY is not None
     tmp = tmp_path_factory.mktemp("prometheus")
-    config = realtime_server_config()
-    argv = check_engine_args(sys.executable, config.args, origin="test").argv
     live_port, gateway_port, prom_port = free_port(), free_port(), free_port()
-    with VllmServer(config, log_path=tmp / "vllm.log", argv=argv) as vllm:
-        gateway = f"127.0.0.1:{gateway_port}"
-        scrape = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [
-                {"job_name": "vllm", "static_configs": [{"targets": [f"127.0.0.1:{vllm.port}"]}]},
-                {
-                    "job_name": "slo_client",
-                    "static_configs": [{"targets": [f"127.0.0.1:{live_port}"]}],
-                },
-                {
-                    "job_name": "pushgateway",
-                    "honor_labels": True,
-                    "static_configs": [{"targets": [gateway]}],
-                },
+    vllm = deployed_vllm
+    before = _vllm_ttft_count(vllm.base_url)
+    gateway = f"127.0.0.1:{gateway_port}"
+    scrape = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "scrape_configs": [
+            {"job_name": "vllm", "static_configs": [{"targets": [f"127.0.0.1:{vllm.port}"]}]},
+            {
+                "job_name": "slo_client",
+                "static_configs": [{"targets": [f"127.0.0.1:{live_port}"]}],
+            },
+            {
+                "job_name": "pushgateway",
+                "honor_labels": True,
+                "static_configs": [{"targets": [gateway]}],
+            },
+        ],
+    }
+    (tmp / "prometheus.yml").write_text(json.dumps(scrape))  # JSON is YAML
+    with (
+        started(
+            # Debian's build persists to /var/lib/prometheus by default: memory only here.
+            [PUSHGATEWAY, f"--web.listen-address={gateway}", "--persistence.file="],
+            tmp / "pushgateway.log",
+            f"http://{gateway}/-/ready",
+        ),
+        started(
+            [
+                PROMETHEUS,
+                f"--config.file={tmp / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
             ],
-        }
-        (tmp / "prometheus.yml").write_text(json.dumps(scrape))  # JSON is YAML
-        with (
-            started(
-                # Debian's build persists to /var/lib/prometheus by default: memory only here.
-                [PUSHGATEWAY, f"--web.listen-address={gateway}", "--persistence.file="],
-                tmp / "pushgateway.log",
-                f"http://{gateway}/-/ready",
-            ),
-            started(
-                [
-                    PROMETHEUS,
-                    f"--config.file={tmp / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={tmp / 'tsdb'}",
-                    f"--web.listen-address=127.0.0.1:{prom_port}",
-                ],
-                tmp / "prometheus.log",
-                f"http://127.0.0.1:{prom_port}/-/ready",
-            ),
-        ):
-            out = tmp / f"run-{int(time.time())}"  # the run_id label
-            t0 = time.time()
-            proc = run_suite(
-                [
-                    "-m",
-                    "realtime",
-                    "--slo-max-requests=200",  # enough for bounded p50 intervals (ci_upper panels)
-                    f"--slo-endpoint={vllm.base_url}",
-                    f"--slo-pushgateway=http://{gateway}",
-                    f"--slo-metrics-port={live_port}",
-                ],
-                out,
-                timeout=600,
-            )
-            yield Monitored(out, f"http://127.0.0.1:{prom_port}", t0, time.time(), proc)
+            tmp / "prometheus.log",
+            f"http://127.0.0.1:{prom_port}/-/ready",
+        ),
+    ):
+        out = tmp / f"run-{int(time.time())}"  # the run_id label
+        t0 = time.time()
+        proc = run_suite(
+            [
+                "-m",
+                "realtime",
+                "--slo-max-requests=200",  # enough for bounded p50 intervals (ci_upper panels)
+                *deployed_args(vllm),
+                f"--slo-pushgateway=http://{gateway}",
+                f"--slo-metrics-port={live_port}",
+            ],
+            out,
+            env=DEPLOYED_ENV,
+            timeout=600,
+        )
+        yield Monitored(out, f"http://127.0.0.1:{prom_port}", t0, time.time(), proc, before)
+
+
+def _vllm_ttft_count(base_url: str) -> float:
+    """vLLM's count of first tokens so far, from its own /metrics (open without the key)."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("vllm:time_to_first_token_seconds_count")
+    )
 
 
 def test_the_run_reaches_prometheus_as_in_the_run_folder(monitored: Monitored) -> None:
@@ -231,13 +245,14 @@ def test_client_and_vllm_ttft_side_by_side(monitored: Monitored) -> None:
     in_flight = f'slo_client_requests_in_flight{{run_id="{run}"}}'
     assert m.value(f"max_over_time({in_flight}[10m])") >= 1
     assert m.value(f"last_over_time({in_flight}[10m])") == 0
-    # vLLM counted the warm-up and the measured requests; the run folder holds the measured ones.
+    # vLLM counted the warm-up and the measured requests (on top of earlier tests' requests on
+    # the shared server); the run folder holds the measured ones.
     server = summary["server_metrics"]["vllm:time_to_first_token_seconds"]
-    expected = server["count"] + warmup
+    expected = m.vllm_ttft_before + server["count"] + warmup
     vllm_count = m.eventually(
         "sum(vllm:time_to_first_token_seconds_count)", lambda v: v == expected
     )
-    assert vllm_count == expected == 200 + warmup
+    assert vllm_count == expected and server["count"] == 200
 
 
 def test_every_dashboard_expression_returns_data(monitored: Monitored) -> None:

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from fixtures.models import MODELS_DIR
-from tests.e2e.helpers import junit_cases, run_suite
+from fixtures.server import VllmServer
+from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, junit_cases, run_suite
 
 REQUESTS = 12
 # The realtime scenario's five objectives.
@@ -161,14 +162,15 @@ def test_realtime_objectives_judged_against_transformers_serve(
 
 
 def test_same_slo_file_on_vllm_and_transformers_side_by_side(
-    transformers_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+    transformers_run: tuple[Path, subprocess.CompletedProcess[str]],
+    deployed_vllm: VllmServer,
+    tmp_path: Path,
 ) -> None:
     other, _ = transformers_run
     reports = tmp_path / "vllm"
-    # vLLM started by the suite, sent the same plain OpenAI requests (--slo-engine openai).
-    proc = run_suite(
-        ["-m", "realtime", "--slo-engine", "openai", "--slo-max-requests", str(REQUESTS)], reports
-    )
+    # The shared deployed vLLM, sent the same plain OpenAI requests (--slo-engine openai).
+    args = ["-m", "realtime", *deployed_args(deployed_vllm), "--slo-engine", "openai"]
+    proc = run_suite([*args, "--slo-max-requests", str(REQUESTS)], reports, env=DEPLOYED_ENV)
     assert proc.returncode in (0, 1), proc.returncode
     out = subprocess.run(
         [sys.executable, "-m", "reports.engines", str(reports), str(other)],

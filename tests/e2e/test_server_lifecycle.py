@@ -14,11 +14,13 @@ from fixtures.engine_args import check_engine_args
 from fixtures.server import ServerConfig, VllmServer
 from slo.errors import EngineArgError, ServerStartError
 from tests.e2e.helpers import (
+    DEPLOYED_ENV,
+    DEPLOYED_KEY,
+    deployed_args,
     group_alive,
     junit_cases,
     realtime_server_config,
     run_suite,
-    server_started_apart,
     set_requests,
 )
 
@@ -100,21 +102,12 @@ def test_startup_timeout_stops_the_server(tmp_path: Path) -> None:
     assert server.proc is not None and group_alive(server.proc.pid) == []
 
 
-SECRET = "sk-e2e-7f3a9c-not-for-reports"
-
-
 @pytest.fixture(scope="module")
-def external_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """A server started apart from the suite, as a deployed one would be; it wants an API key."""
-    log = tmp_path_factory.mktemp("external") / "external.log"
-    with server_started_apart(log, SECRET) as server:
-        yield server
-    assert SECRET not in log.read_text()
-
-
-def endpoint_args(server: VllmServer) -> list[str]:
-    """The suite pointed at the server started apart, with its key from E2E_KEY."""
-    return ["--slo-endpoint", server.base_url, "--slo-api-key-env", "E2E_KEY"]
+def external_server(deployed_vllm: VllmServer) -> Iterator[VllmServer]:
+    """The shared server started apart from the suite (conftest.py), as a deployed one would be;
+    it wants an API key, which must never reach its log."""
+    yield deployed_vllm
+    assert DEPLOYED_KEY not in deployed_vllm.log_path.read_text(errors="replace")
 
 
 def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
@@ -123,12 +116,12 @@ def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: P
         [
             "-m",
             "realtime",
-            *endpoint_args(external_server),
+            *deployed_args(external_server),
             "--slo-max-requests",
             "60",
         ],
         reports,
-        env={"E2E_KEY": SECRET},
+        env=DEPLOYED_ENV,
     )
     assert not (reports / "servers").exists()  # nothing launched
     cases = junit_cases(reports / "junit.xml")
@@ -143,7 +136,7 @@ def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: P
     assert proc.returncode == 1
     for f in reports.rglob("*"):
         if f.is_file():
-            assert SECRET not in f.read_text(errors="replace"), f
+            assert DEPLOYED_KEY not in f.read_text(errors="replace"), f
 
 
 def test_endpoint_without_the_key_is_a_clear_error(
@@ -184,11 +177,11 @@ def test_closed_loop_completions_workload(external_server: VllmServer, tmp_path:
     run_suite(
         [
             str(tmp_path / "test_closed.py"),
-            *endpoint_args(external_server),
+            *deployed_args(external_server),
         ],
         reports,
         cwd=tmp_path,
-        env={"E2E_KEY": SECRET},
+        env=DEPLOYED_ENV,
     )
     rows = [
         json.loads(r) for r in (reports / "realtime" / "records.jsonl").read_text().splitlines()
@@ -217,14 +210,14 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
         [
             "-m",
             "realtime",
-            *endpoint_args(external_server),
+            *deployed_args(external_server),
             "--slo-max-requests",
             "60",
             "--slo-client-processes",
             "2",
         ],
         reports,
-        env={"E2E_KEY": SECRET},
+        env=DEPLOYED_ENV,
     )
     env = json.loads((reports / "environment.json").read_text())
     assert env["client_processes"] == 2

@@ -1,4 +1,5 @@
-"""The worst-case search end to end on CPU vLLM, with the ci profile's small budget."""
+"""The worst-case search end to end on CPU vLLM (the e2e tests' shared deployed server), with the
+ci profile's small budget."""
 
 from __future__ import annotations
 
@@ -6,14 +7,24 @@ import json
 import math
 from pathlib import Path
 
+from fixtures.server import VllmServer
 from fixtures.strategies import load_mix
-from tests.e2e.helpers import junit_cases, run_suite
+from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, junit_cases, run_suite
 
 
-def test_worst_case_search_saves_and_reports_the_worst_mix(tmp_path: Path) -> None:
+def test_worst_case_search_saves_and_reports_the_worst_mix(
+    deployed_vllm: VllmServer, tmp_path: Path
+) -> None:
     proc = run_suite(
-        ["suites/test_worst_case.py", "-m", "explore", "--slo-hypothesis-profile=ci"],
+        [
+            "suites/test_worst_case.py",
+            "-m",
+            "explore",
+            "--slo-hypothesis-profile=ci",
+            *deployed_args(deployed_vllm),
+        ],
         tmp_path,
+        env=DEPLOYED_ENV,
         timeout=600,
     )
     assert proc.returncode in (0, 1), "the search itself broke (not a pass or an SLO miss)"
