@@ -106,6 +106,19 @@ def junit_cases(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def client_lagged(case: dict[str, Any]) -> bool:
+    """Whether a JUnit case (from ``junit_cases``) is INVALID because the client lagged its
+    schedule: more than 1% of the requests late beyond chance, which a few stalls of a busy
+    2-core machine make of a short run."""
+    props = case["properties"]
+    return bool(
+        props.get("slo.outcome") == "INVALID"
+        and re.search(
+            r"run INVALID: .*schedule lag p99 = .* the client, not the server", case["message"]
+        )
+    )
+
+
 def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
     """The server config the realtime scenario gets under the cpu-tiny profile."""
     s = settings or programmatic("cpu-tiny")

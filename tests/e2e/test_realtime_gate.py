@@ -10,11 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fixtures.server import VllmServer
 from slo.sequential import StopRule
 from tests.e2e.helpers import (
-    DEPLOYED_ENV,
-    deployed_args,
     group_alive,
     junit_cases,
     run_suite,
@@ -146,12 +143,11 @@ def test_ten_times_tighter_thresholds_fail(
     assert re.search(r"output_throughput = [\d.]+ tok/s < [\d.]+ tok/s", proc.stdout)
 
 
-def test_sequential_stop_ends_a_clearly_failing_run_early(
-    deployed_vllm: VllmServer, tmp_path: Path
-) -> None:
-    # On the shared deployed server: the start of a server by the suite is the main run's test.
-    args = ["-m", "realtime", *deployed_args(deployed_vllm), "--slo-sequential"]
-    proc = run_suite([*args, "--slo-tighten", "10"], tmp_path, env=DEPLOYED_ENV)
+def test_sequential_stop_ends_a_clearly_failing_run_early(tmp_path: Path) -> None:
+    # With its own server: against the e2e tests' shared deployed server the client lagged its
+    # schedule in 3 of 4 runs (6 of 200 requests late, 24-74 ms, in a CI run), and the run was
+    # INVALID; why a run against that server lags more is not known yet.
+    proc = run_suite(["-m", "realtime", "--slo-sequential", "--slo-tighten", "10"], tmp_path)
     assert proc.returncode == 1
     rows = [
         json.loads(r) for r in (tmp_path / "realtime" / "records.jsonl").read_text().splitlines()

@@ -16,6 +16,7 @@ from slo.errors import EngineArgError, ServerStartError
 from tests.e2e.helpers import (
     DEPLOYED_ENV,
     DEPLOYED_KEY,
+    client_lagged,
     deployed_args,
     group_alive,
     junit_cases,
@@ -111,18 +112,14 @@ def external_server(deployed_vllm: VllmServer) -> Iterator[VllmServer]:
 
 
 def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
+    args = ["-m", "realtime", *deployed_args(external_server), "--slo-max-requests", "60"]
     reports = tmp_path / "reports"
-    proc = run_suite(
-        [
-            "-m",
-            "realtime",
-            *deployed_args(external_server),
-            "--slo-max-requests",
-            "60",
-        ],
-        reports,
-        env=DEPLOYED_ENV,
-    )
+    proc = run_suite(args, reports, env=DEPLOYED_ENV)
+    if client_lagged(junit_cases(reports / "junit.xml")["test_objective[ttft p50]"]):
+        # 3 late requests of 60 void a run (a noisy 2-core machine): correctly INVALID, and this
+        # test is about the endpoint and its key, so it measures once more.
+        reports = tmp_path / "again"
+        proc = run_suite(args, reports, env=DEPLOYED_ENV)
     assert not (reports / "servers").exists()  # nothing launched
     cases = junit_cases(reports / "junit.xml")
     p50, p99 = cases["test_objective[ttft p50]"], cases["test_objective[ttft p99]"]
@@ -131,10 +128,16 @@ def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: P
     assert p50["properties"]["slo.outcome"] in ("PASS", "INCONCLUSIVE"), p50["message"]
     # 60 samples cannot bound a p99: INCONCLUSIVE, which the cpu-tiny profile counts as a failure.
     assert p99["outcome"] == "failed" and p99["properties"]["slo.outcome"] == "INCONCLUSIVE"
-    # The message plans the run: a bounded p99 needs a few hundred effective samples.
-    assert re.search(r"about \d{3,} requests would decide it \(PASS\)", p99["message"])
+    # The message plans the run: a bounded p99 needs a few hundred effective samples. Which way
+    # it would decide is the 60 requests' to say: one stall of this shared 2-core machine puts
+    # the estimate on the bound (one request at 234 ms: p99 148 ms, "no run length decides it"),
+    # two past it (three at 167-293 ms in a CI run: p99 275 ms, a FAIL planned).
+    assert re.search(
+        r"about \d{3,} requests would decide it \((PASS|FAIL)\)|no run length decides it",
+        p99["message"],
+    ), p99["message"]
     assert proc.returncode == 1
-    for f in reports.rglob("*"):
+    for f in tmp_path.rglob("*"):  # every run's files, a voided first one included
         if f.is_file():
             assert DEPLOYED_KEY not in f.read_text(errors="replace"), f
 
@@ -231,5 +234,8 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
     assert len({r["response_id"] for r in measured}) == 60  # passed back from the workers
     cases = junit_cases(reports / "junit.xml")
     p50 = cases["test_objective[ttft p50]"]["properties"]
-    assert p50["slo.outcome"] in ("PASS", "INCONCLUSIVE"), proc.stdout[-3000:]
+    # Two client processes on the client's one core: a run voided by their lag (3 late requests
+    # of 60) is correct, and the records above are what this test is about.
+    lagged = client_lagged(cases["test_objective[ttft p50]"])
+    assert lagged or p50["slo.outcome"] in ("PASS", "INCONCLUSIVE"), proc.stdout[-3000:]
     assert cases["test_objective[ttft p50]"]["properties"]["slo.n"] == "60"
