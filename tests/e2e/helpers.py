@@ -153,6 +153,14 @@ def group_alive(pgid: int) -> list[psutil.Process]:
     return alive
 
 
+def vllm_counter(base_url: str, name: str) -> float:
+    """A vLLM counter summed over its labels, from the server's own /metrics (open without the
+    API key)."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
 def finished(pid: int) -> float:
     """Requests the server has finished, from its own /metrics."""
     (port,) = [
@@ -160,13 +168,7 @@ def finished(pid: int) -> float:
         for c in psutil.Process(pid).net_connections("tcp")
         if c.status == psutil.CONN_LISTEN
     ]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.startswith("vllm:request_success_total")
-    )
+    return vllm_counter(f"http://127.0.0.1:{port}", "vllm:request_success_total")
 
 
 def wait_finished(pid: int, n: int, timeout_s: float = 600) -> None:

@@ -27,7 +27,7 @@ import pytest
 
 from fixtures.server import VllmServer
 from reports.prometheus import parse_openmetrics
-from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, run_suite
+from tests.e2e.helpers import DEPLOYED_ENV, deployed_args, run_suite, vllm_counter
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "reports" / "grafana" / "slo-dashboard.json"
 PROMETHEUS = shutil.which("prometheus")
@@ -133,7 +133,7 @@ def monitored(
     tmp = tmp_path_factory.mktemp("prometheus")
     live_port, gateway_port, prom_port = free_port(), free_port(), free_port()
     vllm = deployed_vllm
-    before = _vllm_ttft_count(vllm.base_url)
+    before = vllm_counter(vllm.base_url, "vllm:time_to_first_token_seconds_count")
     gateway = f"127.0.0.1:{gateway_port}"
     scrape = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -185,17 +185,6 @@ def monitored(
             timeout=600,
         )
         yield Monitored(out, f"http://127.0.0.1:{prom_port}", t0, time.time(), proc, before)
-
-
-def _vllm_ttft_count(base_url: str) -> float:
-    """vLLM's count of first tokens so far, from its own /metrics (open without the key)."""
-    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.startswith("vllm:time_to_first_token_seconds_count")
-    )
 
 
 def test_the_run_reaches_prometheus_as_in_the_run_folder(monitored: Monitored) -> None:
