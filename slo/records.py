@@ -24,7 +24,8 @@ class RequestRecord:
     """When the request was sent: handed, built, to the HTTP transport."""
     first_text_ns: int | None
     """First streamed chunk that carries generated output: content, reasoning or a tool-call
-    delta (not the role-only chunk, not an empty one). Where ``ttft`` ends."""
+    delta (not the role-only chunk, not an empty one). Where ``ttft`` ends. In a stream whose
+    counted tokens all decoded to no text, the chunk that ended the choice."""
     end_ns: int | None
     """Last chunk received (stream closed): after the usage chunk and [DONE]."""
     chunk_ns: tuple[int, ...] = field(default=(), repr=False)

@@ -18,7 +18,7 @@ from fixtures.search import replay, worst_case_search
 from fixtures.selection import select
 from fixtures.session import ScenarioRunner
 from fixtures.settings import programmatic
-from fixtures.strategies import hypothesis_settings, load_mix
+from fixtures.strategies import corner_mix, hypothesis_settings, load_mix
 from fixtures.targets import MODEL_CACHE, ServerInfo, Started, load_tokenizer
 from fixtures.workload import PromptFactory, plan_workload
 from slo.errors import ScenarioFileError
@@ -82,9 +82,13 @@ def test_without_a_limit_the_whole_budget_runs_and_the_worst_mix_is_kept(
     tmp_path: Path, injector: FaultInjector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runner, sel = runner_for(tmp_path, injector, monkeypatch)
-    report = worst_case_search(runner, sel, lambda _: None)
+    said: list[str] = []
+    report = worst_case_search(runner, sel, said.append)
     assert report.failing is None and report.failing_path is None
-    assert report.examples == hypothesis_settings("ci").max_examples
+    # The envelope's corner first, then the profile's budget of drawn mixes.
+    assert report.examples == 1 + hypothesis_settings("ci").max_examples
+    corner = corner_mix(ENVELOPE, timeout_s=sel.scenario.workload.timeout_s)
+    assert said[1].startswith("example 1: ") and said[1].endswith(corner.describe())
     assert report.worst is not None and report.worst_path is not None
     assert report.worst.ttft_p99_s >= 0.06
     assert load_mix(report.worst_path) == report.worst.mix

@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 
 from fixtures.runner import SSEChunks, Target, make_client, run_plan
 from tests.faults.injector import Fault, FaultInjector
-from tests.faults.test_runner_faults import _BAD_USAGE, MODEL, _stream, kind, open_plan
+from tests.faults.test_runner_faults import (
+    _BAD_USAGE,
+    MODEL,
+    _no_text_stream,
+    _stream,
+    kind,
+    open_plan,
+)
 
 Outcome = tuple[str | None, int, Any, Any]
 """(error kind, text chunks, prompt tokens, completion tokens)"""
@@ -43,6 +50,7 @@ async def typed(url: str, api: str, prompt: str) -> Outcome:  # noqa: C901  (the
     chunks = 0
     usage: Any = None
     kind_: str | None = None
+    ended = False
     try:
         if api == "chat":
             stream: Any = await client.chat.completions.create(
@@ -66,6 +74,8 @@ async def typed(url: str, api: str, prompt: str) -> Outcome:  # noqa: C901  (the
                     usage = chunk.usage
                 if chunk.choices and _typed_has_text(chunk.choices[0], api):
                     chunks += 1
+                if chunk.choices and chunk.choices[0].finish_reason is not None:
+                    ended = True
         finally:
             await stream.close()
     except openai.APIConnectionError:
@@ -78,6 +88,9 @@ async def typed(url: str, api: str, prompt: str) -> Outcome:  # noqa: C901  (the
         kind_ = "MalformedChunk"
     finally:
         await client.close()
+    done = getattr(usage, "completion_tokens", None)
+    if kind_ is None and chunks == 0 and ended and type(done) is int and done > 0:
+        chunks = 1  # tokens that decoded to no text: the chunk that ended the choice has them
     if kind_ is None and chunks == 0:
         kind_ = "NoText"
     if kind_ is None and usage is None:
@@ -138,6 +151,8 @@ def test_runner_reads_streams_as_openai_iterator_does() -> None:
         @given(api=st.sampled_from(["chat", "completions"]), fault=_stream)
         @example(api="chat", fault=Fault("raw", lines=(_BAD_USAGE, b"", b"data: [DONE]")))
         @example(api="completions", fault=_CRLF)
+        @example(api="chat", fault=_no_text_stream(1, "length"))
+        @example(api="chat", fault=_no_text_stream(0, "length"))
         @example(api="chat", fault=Fault("raw", lines=(b"id: 7", b"", b"data: [DONE]", b"")))
         @example(api="chat", fault=Fault("raw", lines=(b"event: thread.x", b"data: {}", b"")))
         @example(api="chat", fault=Fault("raw", lines=(b"data", b"", b"data: [DONE]", b"")))

@@ -6,12 +6,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fixtures.models import resolve_model
 from fixtures.strategies import (
     bimodal_lengths,
+    corner_mix,
     hypothesis_settings,
     load_mix,
     lognormal_lengths,
@@ -39,6 +40,7 @@ def tokens(prompts: PromptFactory, text: str) -> int:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mix=prompt_mixes(ENVELOPE))
+@example(mix=corner_mix(ENVELOPE))
 def test_mixes_plan_to_exact_token_counts_within_the_envelope(
     prompts: PromptFactory, mix: PromptMix
 ) -> None:
@@ -72,6 +74,18 @@ def test_mixes_plan_to_exact_token_counts_within_the_envelope(
     else:
         assert plan.streams == (("mix", mix.concurrency, False),)
         assert 1 <= mix.concurrency <= ENVELOPE.max_concurrency
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_the_corner_is_the_heaviest_mix_of_the_envelope(api: str) -> None:
+    mix = corner_mix(ENVELOPE, api=api)
+    assert mix.concurrency == ENVELOPE.max_concurrency and len(mix.requests) == ENVELOPE.requests
+    assert {r.prompt_tokens + sum(r.history) for r in mix.requests} == {600}
+    assert {r.output_tokens for r in mix.requests} == {ENVELOPE.max_output_tokens}
+    turns = [r for r in mix.requests if r.history]
+    shared = [r for r in mix.requests if r.prefix is not None]
+    assert mix.prefixes == (300,) and len(shared) == (4 if api == "chat" else 8)
+    assert len(turns) == (4 if api == "chat" else 0)  # completions have no turns
 
 
 def test_a_conversation_and_a_shared_prefix_by_hand(prompts: PromptFactory) -> None:
