@@ -52,6 +52,6 @@ def test_ci_builds_the_docs_strictly_before_the_tests() -> None:
     build = next(line for line in script.splitlines() if 'mkdocs" build' in line)
     # --quiet hides the warnings --strict counts: the build would pass whatever they say.
     assert "--strict" in build and "--quiet" not in build and build.lstrip().startswith("if !")
-    assert script.index(build) < script.index(".ci/pytest tests")
-    after = script[script.index(build) : script.index(".ci/pytest tests")]
+    assert script.index(build) < script.index(".ci/test ")
+    after = script[script.index(build) : script.index(".ci/test ")]
     assert "exit 1" in after
