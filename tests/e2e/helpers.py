@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 from fixtures.pool import ServerPool
 from fixtures.selection import select
@@ -154,11 +155,11 @@ def group_alive(pgid: int) -> list[psutil.Process]:
 
 
 def vllm_counter(base_url: str, name: str) -> float:
-    """A vLLM counter summed over its labels, from the server's own /metrics (open without the
-    API key)."""
+    """A vLLM sample (e.g. ``vllm:request_success_total``) summed over its labels, from the
+    server's own /metrics (open without the API key)."""
     with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+        families = text_string_to_metric_families(r.read().decode())
+    return sum(s.value for f in families for s in f.samples if s.name == name)
 
 
 def finished(pid: int) -> float:
