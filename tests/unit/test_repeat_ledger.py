@@ -1,7 +1,9 @@
-"""The ledger of benchmarks/repeat_scenarios.py: a run still counts once its folder is gone."""
+"""The ledger of benchmarks/repeat_scenarios.py (in benchmarks/run_ledger.py): a run still
+counts once its folder is gone; a tally counts each calibration apart."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -12,7 +14,8 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from repeat_scenarios import append_ledger, load, print_tally, read_ledger, record_of
+from repeat_scenarios import print_tally
+from run_ledger import Judged, append_ledger, load, read_ledger, record_of
 
 RUN = Path(__file__).parent / "data" / "run-new"
 
@@ -76,7 +79,11 @@ def test_a_tally_from_the_ledger_is_the_tally_from_the_folder(
     assert capsys.readouterr().out == from_folder
     assert "realtime (120 requests)" in from_folder
     assert "0 of 1" in from_folder  # two p99s were INCONCLUSIVE: the run did not fully PASS
-    assert "realtime: ttft p50" in from_folder.split("judged tighter")[1]
+    # Each objective is counted under its run's calibration, its replay too.
+    assert re.search(
+        r"\nrealtime \(120 requests\)\n(  .*\n)*  ttft p50 <= 60 ms +1 +0", from_folder
+    )
+    assert "realtime (120 requests)\n  output_throughput" in from_folder.split("judged tighter")[1]
 
 
 def test_runs_of_two_profiles_are_not_tallied_together(run_pair: Path, tmp_path: Path) -> None:
@@ -135,3 +142,34 @@ def test_an_objective_that_reached_no_verdict_keeps_the_run_from_passing(
     print_tally([record])
     out = capsys.readouterr().out
     assert re.search(r"suites/test_realtime.py \(\? requests\) +0 of 1", out), out
+
+
+def test_runs_judged_against_other_thresholds_count_apart(
+    run_pair: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario whose bounds changed between runs, at the same request count, is two
+    calibrations: runs against the looser bound must not count towards the tighter one. A run
+    whose server died before one objective's verdict counts under the calibration that judged
+    the rest of its thresholds."""
+    rows = json.loads((run_pair / "verdicts.json").read_text())
+    for row in rows:
+        row["outcome"] = "PASS"
+    (run_pair / "verdicts.json").write_text(json.dumps(rows))
+    tight = record_of(run_pair)
+    p50, p99 = "realtime: ttft p50 <= 60 ms", "realtime: ttft p99 <= 200 ms"
+    looser = dataclasses.replace(
+        tight,
+        run="looser",
+        verdicts=tuple(
+            dataclasses.replace(v, key=v.key.replace(p50, "realtime: ttft p50 <= 960 ms"))
+            for v in tight.verdicts
+        ),
+    )
+    lost = Judged("realtime: test_objective[ttft p99] (no verdict)", "FAIL", "realtime")
+    died = dataclasses.replace(
+        tight, run="died", verdicts=(*(v for v in tight.verdicts if v.key != p99), lost)
+    )
+    print_tally([tight, looser, died])
+    out = capsys.readouterr().out.split("runs in which every verdict PASSed")[1]
+    assert re.search(r"realtime \(120 requests; [^\n]*p50 <= 60 ms[^\n]*\n +1 of 2", out), out
+    assert re.search(r"realtime \(120 requests; [^\n]*p50 <= 960 ms[^\n]*\n +1 of 1", out), out
