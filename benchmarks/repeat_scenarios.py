@@ -130,7 +130,7 @@ class Tally:
                 self.counts[CLAIMS, v.key][v.outcome] += 1
                 continue
             group = groups[v.scenario]
-            row = (group, v.key.removeprefix(f"{v.scenario}: "))
+            row = (group, v.objective)
             self.counts[row][v.outcome] += 1
             passed[group] &= v.outcome == "PASS"
             for values, value in ((self.estimates, v.estimate), (self.n_eff, v.n_eff)):
@@ -153,18 +153,8 @@ class Tally:
 ALL_VERDICTS = "every verdict (claims included)"
 
 
-def _thresholds(record: RunRecord, scenario: str) -> frozenset[str]:
-    """The objectives, with their thresholds, that the run judged for the scenario."""
-    prefix = f"{scenario}: "
-    return frozenset(
-        v.key.removeprefix(prefix)
-        for v in record.verdicts
-        if v.scenario == scenario and not v.key.endswith(NO_VERDICT)
-    )
-
-
-def calibrations(records: list[RunRecord]) -> dict[tuple[str, str], str]:
-    """The calibration each run of each scenario counts under, by (run, scenario).
+def calibrations(records: list[RunRecord]) -> dict[str, dict[str, str]]:
+    """The calibration each run's scenarios count under: by run, then by scenario.
 
     A scenario counts apart at each request count and each set of thresholds it ran with: runs
     judged against looser bounds must not count towards tighter ones. A run in which some
@@ -177,19 +167,25 @@ def calibrations(records: list[RunRecord]) -> dict[tuple[str, str], str]:
     for record in records:
         for scenario in {v.scenario for v in record.verdicts if v.scenario is not None}:
             n = str(record.requests.get(scenario, "?"))
-            judged = _thresholds(record, scenario)
+            judged = frozenset(
+                v.objective
+                for v in record.verdicts
+                if v.scenario == scenario and not v.key.endswith(NO_VERDICT)
+            )
             seen[scenario, n][judged] += 1
             runs[record.run, scenario] = (n, judged)
-    labels = {}
+    # A set that another contains is a partial run's, not a calibration of its own.
+    full = {
+        at: {s for s in sets if not any(s < other for other in sets)} for at, sets in seen.items()
+    }
+    labels: dict[str, dict[str, str]] = defaultdict(dict)
     for (run, scenario), (n, judged) in runs.items():
-        sets = seen[scenario, n]
-        # A set that another contains is a partial run's, not a calibration of its own.
-        full = {s for s in sets if not any(s < other for other in sets)}
-        home = max((s for s in full if judged <= s), key=lambda s: (sets[s], sorted(s)))
+        sets, calibrated = seen[scenario, n], full[scenario, n]
+        home = max((s for s in calibrated if judged <= s), key=lambda s: (sets[s], sorted(s)))
         label = f"{scenario} ({n} requests"
-        if len(full) > 1:
+        if len(calibrated) > 1:
             label += "; " + ", ".join(sorted(home))
-        labels[run, scenario] = label + ")"
+        labels[run][scenario] = label + ")"
     return labels
 
 
@@ -252,7 +248,7 @@ def print_tally(records: list[RunRecord]) -> None:
     t = Tally()
     groups = calibrations(records)
     for record in records:
-        t.add(record, {scenario: g for (run, scenario), g in groups.items() if run == record.run})
+        t.add(record, groups[record.run])
     print(f"{len(records)} runs, profile {', '.join(profiles)}:")
     for record in records:
         print(f"  {record.run}  {' '.join(f'{k}={n}' for k, n in record.requests.items())}")

@@ -141,6 +141,11 @@ class Judged:
     fails_from: float | None = None
     tightened: str | None = None  # the outcome in the run's -tightened replay, if any
 
+    @property
+    def objective(self) -> str:
+        """The key without its scenario: the objective and its threshold, or the claim test."""
+        return self.key.removeprefix(f"{self.scenario}: ") if self.scenario else self.key
+
 
 @dataclass(frozen=True)
 class RunRecord:
