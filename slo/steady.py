@@ -9,12 +9,15 @@ A verdict speaks for the server's steady state. Two things break that:
   searched in the first half only; a minimum at the edge of that half means the run never
   settled, and the run is not steady. Only a start faster than the rest is dropped (see
   ``mser5``): dropping a slow one would bias verdicts towards PASS.
-- Drift: the server got slower (or faster) through the run. The two halves' mean log TTFT
-  (their geometric means) are compared with the variance inflated for serial correlation
-  (slo/dependence.py). Drift is flagged when the difference is significant at 1% and the
-  typical TTFT changed by at least ``DRIFT_MIN_CHANGE`` (with thousands of requests a tiny,
-  harmless difference is significant). A drifting run PASSes only if its interval, made worse
-  by the change, still meets the threshold (slo/verdict.py).
+- Drift: the server got slower (or faster) through the run. The two halves' mean logs (their
+  geometric means) of the series an objective judges (TTFT, TPOT, ...) are compared with the
+  variance inflated for serial correlation (slo/dependence.py). Drift is flagged when the
+  difference is significant at 1% and the typical value changed by at least
+  ``DRIFT_MIN_CHANGE`` (with thousands of requests a tiny, harmless difference is
+  significant). A drifting run PASSes only if its interval, made worse by the change, still
+  meets the threshold (slo/verdict.py). Each series is checked apart: decode can slow while
+  prefill does not, and the simulations that show the level hold measure drift on the series
+  they judge.
 
 Both work on arrays of many runs at once (slo/simulate.py checks them), and on one run.
 """
@@ -48,7 +51,9 @@ class SteadyState:
     settled: bool
     """False when MSER's minimum lies at the end of its search range: no steady state found."""
     drift: float | None
-    """Relative change of the typical TTFT from the first half to the second, when it is drift."""
+    """Relative change of the typical value from the first half to the second, when it is drift."""
+    metric: str = "ttft"
+    """The series ``drift`` was measured on (warm-up is always found on TTFT)."""
 
     @property
     def steady(self) -> bool:
@@ -64,7 +69,7 @@ class SteadyState:
             )
         if self.drift is not None:
             return (
-                f"drift: typical TTFT {'rose' if self.drift > 0 else 'fell'} "
+                f"drift: typical {self.metric} {'rose' if self.drift > 0 else 'fell'} "
                 f"{abs(self.drift):.0%} from the first half of the run to the second"
             )
         return ""

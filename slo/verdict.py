@@ -13,7 +13,9 @@ their thresholds).
 
 Around the interval:
 - Warm-up: the leading requests MSER-5 marks as transient are dropped (slo/steady.py).
-- Steadiness: a run whose TTFT drifted, or that never settled, cannot PASS: INCONCLUSIVE.
+- Steadiness: a run that never settled cannot PASS, nor can a latency objective whose own
+  series (TTFT, TPOT, ...) drifted unless its interval still meets the threshold at the drifted
+  level: INCONCLUSIVE.
 - Server-caused failure (errors, timeouts, a server that died) counts against the objectives:
   a failed request is an infinitely slow one, and past the scenario's error-rate bound every
   objective FAILs. INVALID is kept for what the client spoiled (a lagging schedule, requests the
@@ -43,6 +45,7 @@ from slo.scenario import Objective, TrafficClass, Validity
 from slo.stats import RunSummary, safe_percentile, summarize
 from slo.steady import SteadyState
 from slo.steady import check as steady_check
+from slo.steady import drift as steady_drift
 from slo.units import Dimension, format_quantity
 from slo.vocabulary import POOLED_METRICS
 
@@ -227,6 +230,7 @@ def judge(
     state = steady_state(mine)
     kept = mine[state.truncated :]
     summary = summarize(kept, objective.request_class, goodput_limits)
+    state = _judged_series_drift(objective, summary, state)
     v = evaluate(objective, summary, confidence=confidence, profile=profile)
     v = replace(v, warmup_dropped=state.truncated)
     if invalid:
@@ -240,7 +244,7 @@ def judge(
     if not state.settled:
         return replace(v, outcome=Outcome.INCONCLUSIVE, note=f"not steady, {state.reason}")
     if state.drift is None or objective.dimension is not Dimension.TIME:
-        # TTFT drift bears on latencies; a rate's batch means over time windows already carry
+        # Drift bears on latencies; a rate's batch means over time windows already carry
         # the run's changes in their spread.
         return v
     # Drift: the PASS must hold at the level the run drifted to, not only at its average: the
@@ -252,6 +256,18 @@ def judge(
         v,
         outcome=Outcome.INCONCLUSIVE,
         note=f"not steady, {state.reason}: the interval does not clear the threshold at that level",
+    )
+
+
+def _judged_series_drift(objective: Objective, s: RunSummary, state: SteadyState) -> SteadyState:
+    """``state`` with the drift of the series the objective judges: TPOT can double through a
+    run whose TTFT holds (decode slowing), and the other way round. Warm-up stays TTFT's."""
+    latency = objective.dimension is Dimension.TIME and objective.statistic is not None
+    if not latency or objective.metric == "ttft":
+        return state
+    change = steady_drift(s.samples(objective.metric))[0]
+    return replace(
+        state, drift=None if math.isnan(change) else float(change), metric=objective.metric
     )
 
 

@@ -223,7 +223,7 @@ def test_a_drifting_run_passes_only_where_the_drifted_level_still_meets_the_thre
     ]
     far = judge(obj("ttft p50", "<= 100ms"), records, confidence=0.95, profile="p")
     assert far.outcome is Outcome.PASS and "the PASS holds at that later level" in far.note
-    assert far.note.startswith("drift: typical TTFT rose")
+    assert far.note.startswith("drift: typical ttft rose")
     # Close to the threshold the interval may meet it, but not at the level the run drifted to.
     upper = judge(obj("ttft p50", "<= 1s"), records, confidence=0.95, profile="p").upper
     near = judge(
@@ -231,6 +231,41 @@ def test_a_drifting_run_passes_only_where_the_drifted_level_still_meets_the_thre
     )
     assert near.upper <= near.objective.threshold  # the interval alone would PASS
     assert near.outcome is Outcome.INCONCLUSIVE and near.note.startswith("not steady, drift")
+
+
+def test_each_latency_objective_is_checked_for_drift_in_its_own_series() -> None:
+    # Decode slowing while prefill holds: TTFT steady around 20 ms, TPOT doubling through the
+    # run (as in a CPU realtime run of 2026-12-06 whose TPOT rose 114% between its halves).
+    rng = random.Random(11)
+    decode_slows = []
+    for i in range(600):
+        first = 20 * rng.lognormvariate(0, 0.3)
+        decode_slows.append(
+            rec(i, first, first + 32 * 5 * (1 + i / 600) * rng.lognormvariate(0, 0.3))
+        )
+    upper = judge(obj("tpot p50", "<= 1s"), decode_slows, confidence=0.95, profile="p").upper
+    near = obj("tpot p50", f"<= {upper * 1.05 * 1000:.3f}ms")
+    slow_tpot = judge(near, decode_slows, confidence=0.95, profile="p")
+    assert slow_tpot.upper <= slow_tpot.objective.threshold  # the interval alone would PASS
+    assert slow_tpot.outcome is Outcome.INCONCLUSIVE
+    assert slow_tpot.note.startswith("not steady, drift: typical tpot rose")
+    held_ttft = judge(obj("ttft p50", "<= 100ms"), decode_slows, confidence=0.95, profile="p")
+    assert held_ttft.outcome is Outcome.PASS and "drift" not in held_ttft.note
+    # Prefill slowing while decode holds: TTFT's drift does not hold TPOT's verdict back.
+    prefill_slows = []
+    for i in range(600):
+        first = 20 * (1 + 3 * i / 600) * rng.lognormvariate(0, 0.3)
+        prefill_slows.append(rec(i, first, first + 32 * 5 * rng.lognormvariate(0, 0.3)))
+    upper = judge(obj("tpot p50", "<= 1s"), prefill_slows, confidence=0.95, profile="p").upper
+    steady_tpot = judge(
+        obj("tpot p50", f"<= {upper * 1.05 * 1000:.3f}ms"),
+        prefill_slows,
+        confidence=0.95,
+        profile="p",
+    )
+    assert steady_tpot.outcome is Outcome.PASS and steady_tpot.note == ""
+    drifting_ttft = judge(obj("ttft p50", "<= 1s"), prefill_slows, confidence=0.95, profile="p")
+    assert drifting_ttft.note.startswith("drift: typical ttft rose")
 
 
 def test_a_background_class_that_ran_dry_makes_the_run_invalid() -> None:
