@@ -24,7 +24,7 @@ Both work on arrays of many runs at once (slo/simulate.py checks them), and on o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -134,15 +134,17 @@ def drift(x: npt.ArrayLike) -> Array:
     return out
 
 
-def check(ttft: npt.ArrayLike) -> SteadyState:
-    """Both checks on one run's TTFTs in send order (failed requests as +inf); drift is
-    checked on what is left after the warm-up truncation."""
-    x = np.asarray(ttft, dtype=np.float64)
-    cut, settled = mser5(x)
-    rest = x[int(cut[0]) :]
-    change = drift(rest)[0] if rest.size else np.nan
-    return SteadyState(
-        truncated=int(cut[0]),
-        settled=bool(settled[0]),
-        drift=None if np.isnan(change) else float(change),
-    )
+def warmup(ttft: npt.ArrayLike) -> SteadyState:
+    """The warm-up check on one run's TTFTs in send order (failed requests as +inf): what to
+    drop and whether the run settled. Drift is left to ``with_drift``, on the series each
+    objective judges."""
+    cut, settled = mser5(np.asarray(ttft, dtype=np.float64))
+    return SteadyState(truncated=int(cut[0]), settled=bool(settled[0]), drift=None)
+
+
+def with_drift(state: SteadyState, series: npt.ArrayLike, metric: str) -> SteadyState:
+    """``state`` with the drift of ``series``: one metric's values in send order after the
+    warm-up truncation (failed requests as +inf)."""
+    x = np.asarray(series, dtype=np.float64)
+    change = drift(x)[0] if x.size else np.nan
+    return replace(state, drift=None if np.isnan(change) else float(change), metric=metric)

@@ -43,9 +43,7 @@ from slo.planning import inconclusive_note
 from slo.records import RequestRecord
 from slo.scenario import Objective, TrafficClass, Validity
 from slo.stats import RunSummary, safe_percentile, summarize
-from slo.steady import SteadyState
-from slo.steady import check as steady_check
-from slo.steady import drift as steady_drift
+from slo.steady import SteadyState, warmup, with_drift
 from slo.units import Dimension, format_quantity
 from slo.vocabulary import POOLED_METRICS
 
@@ -230,7 +228,11 @@ def judge(
     state = steady_state(mine)
     kept = mine[state.truncated :]
     summary = summarize(kept, objective.request_class, goodput_limits)
-    state = _judged_series_drift(objective, summary, state)
+    if objective.dimension is Dimension.TIME and objective.statistic is not None:
+        # Each latency its own drift: TPOT can double through a run whose TTFT holds (decode
+        # slowing), and the other way round. A rate's batch means over time windows already
+        # carry the run's changes in their spread.
+        state = with_drift(state, summary.samples(objective.metric), objective.metric)
     v = evaluate(objective, summary, confidence=confidence, profile=profile)
     v = replace(v, warmup_dropped=state.truncated)
     if invalid:
@@ -243,9 +245,7 @@ def judge(
         return v
     if not state.settled:
         return replace(v, outcome=Outcome.INCONCLUSIVE, note=f"not steady, {state.reason}")
-    if state.drift is None or objective.dimension is not Dimension.TIME:
-        # Drift bears on latencies; a rate's batch means over time windows already carry
-        # the run's changes in their spread.
+    if state.drift is None:
         return v
     # Drift: the PASS must hold at the level the run drifted to, not only at its average: the
     # interval is scaled by the change between the halves, on the side that matters.
@@ -259,18 +259,6 @@ def judge(
     )
 
 
-def _judged_series_drift(objective: Objective, s: RunSummary, state: SteadyState) -> SteadyState:
-    """``state`` with the drift of the series the objective judges: TPOT can double through a
-    run whose TTFT holds (decode slowing), and the other way round. Warm-up stays TTFT's."""
-    latency = objective.dimension is Dimension.TIME and objective.statistic is not None
-    if not latency or objective.metric == "ttft":
-        return state
-    change = steady_drift(s.samples(objective.metric))[0]
-    return replace(
-        state, drift=None if math.isnan(change) else float(change), metric=objective.metric
-    )
-
-
 def _clears(objective: Objective, lower: float, upper: float, scale: float) -> bool:
     """The interval, made ``scale`` times worse, still meets the threshold."""
     if objective.comparison == "<=":
@@ -279,9 +267,9 @@ def _clears(objective: Objective, lower: float, upper: float, scale: float) -> b
 
 
 def steady_state(records: Sequence[RequestRecord]) -> SteadyState:
-    """Warm-up and drift of the records' TTFT series (measured, in send order)."""
+    """Warm-up of the records' TTFT series (measured, in send order)."""
     series = [r.ttft_s if r.ok and r.ttft_s is not None else math.inf for r in records]
-    return steady_check(series)
+    return warmup(series)
 
 
 _CLIENT_HTTP = frozenset(range(400, 500)) - {408, 429}
