@@ -21,10 +21,11 @@ from tests.e2e.helpers import (
 
 OBJECTIVES = ("ttft p50", "ttft p99", "tpot p99", "output_throughput", "goodput")
 REQUESTS = scenario_requests()  # measured requests of slo/scenarios/realtime.toml
-# The gate runs the main job capped at a third of its requests (5 minutes, not 15) to keep CI
+# The gate runs the main job capped at a third of its requests (7 minutes, not 20) to keep CI
 # short: a quiet run's TTFT p99 still holds about 600 effective samples (368 decide it), TPOT
-# p99's waves of slow requests may leave it INCONCLUSIVE (243 of 1200, 2026-12-06). Whether the
-# full job PASSes 19 runs in 20 is benchmarks/repeat_scenarios.py's question, not CI's.
+# p99's waves of slow requests may leave it INCONCLUSIVE (243 effective of 1200 requests,
+# 2026-12-06). Whether the full job PASSes 19 runs in 20 is benchmarks/repeat_scenarios.py's
+# question, not CI's.
 CAP = REQUESTS // 3
 
 
