@@ -113,26 +113,31 @@ def external_server(deployed_vllm: VllmServer) -> Iterator[VllmServer]:
 
 def test_external_endpoint_with_api_key(external_server: VllmServer, tmp_path: Path) -> None:
     args = ["-m", "realtime", *deployed_args(external_server), "--slo-max-requests", "60"]
-    reports = tmp_path / "reports"
-    proc = run_suite(args, reports, env=DEPLOYED_ENV)
-    if client_lagged(junit_cases(reports / "junit.xml")["test_objective[ttft p50]"]):
-        # 3 late requests of 60 void a run (a noisy 2-core machine): correctly INVALID, and this
-        # test is about the endpoint and its key, so it measures once more.
-        reports = tmp_path / "again"
+    # 3 late requests of 60 void a run (a noisy 2-core machine): correctly INVALID, and this
+    # test is about the endpoint and its key, so it measures up to three times.
+    for attempt in ("reports", "again", "third"):
+        reports = tmp_path / attempt
         proc = run_suite(args, reports, env=DEPLOYED_ENV)
+        cases = junit_cases(reports / "junit.xml")
+        if not client_lagged(cases["test_objective[ttft p50]"]):
+            break
     assert not (reports / "servers").exists()  # nothing launched
-    cases = junit_cases(reports / "junit.xml")
     p50, p99 = cases["test_objective[ttft p50]"], cases["test_objective[ttft p99]"]
-    # 60 requests decide a p50 when they are not too clustered; either way it is judged on 60.
-    assert p50["properties"]["slo.n"] == "60"
-    assert p50["properties"]["slo.outcome"] in ("PASS", "INCONCLUSIVE"), p50["message"]
+    # 60 requests sent, less any warm-up transient the steady-state check trimmed.
+    props = p50["properties"]
+    assert int(props["slo.n"]) + int(props["slo.warmup_dropped"]) == 60, props
+    # 60 requests decide a p50 when they are not too clustered; a host that stalled the client
+    # in all three runs voids them, which is the right verdict too.
+    lagged = client_lagged(p50)
+    assert lagged or props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), p50["message"]
     # 60 samples cannot bound a p99: INCONCLUSIVE, which the cpu-tiny profile counts as a failure.
-    assert p99["outcome"] == "failed" and p99["properties"]["slo.outcome"] == "INCONCLUSIVE"
+    assert p99["outcome"] == "failed"
+    assert p99["properties"]["slo.outcome"] == ("INVALID" if lagged else "INCONCLUSIVE")
     # The message plans the run: a bounded p99 needs a few hundred effective samples. Which way
     # it would decide is the 60 requests' to say: one stall of this shared 2-core machine puts
     # the estimate on the bound (one request at 234 ms: p99 148 ms, "no run length decides it"),
     # two past it (three at 167-293 ms in a CI run: p99 275 ms, a FAIL planned).
-    assert re.search(
+    assert lagged or re.search(
         r"about \d{3,} requests would decide it \((PASS|FAIL)\)|no run length decides it",
         p99["message"],
     ), p99["message"]
@@ -238,4 +243,5 @@ def test_load_runner_spread_over_processes(external_server: VllmServer, tmp_path
     # of 60) is correct, and the records above are what this test is about.
     lagged = client_lagged(cases["test_objective[ttft p50]"])
     assert lagged or p50["slo.outcome"] in ("PASS", "INCONCLUSIVE"), proc.stdout[-3000:]
-    assert cases["test_objective[ttft p50]"]["properties"]["slo.n"] == "60"
+    # Judged on the 60 less any warm-up transient trimmed (a stalled start: 55 and 5).
+    assert int(p50["slo.n"]) + int(p50["slo.warmup_dropped"]) == 60, p50
