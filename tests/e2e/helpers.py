@@ -107,6 +107,12 @@ def junit_cases(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def requests_seen(props: dict[str, Any]) -> int:
+    """Requests a JUnit case's objective was judged on plus the warm-up transient the
+    steady-state check trimmed: what the run measured, whatever the trim."""
+    return int(props["slo.n"]) + int(props["slo.warmup_dropped"])
+
+
 def client_lagged(case: dict[str, Any]) -> bool:
     """Whether a JUnit case (from ``junit_cases``) is INVALID because the client lagged its
     schedule: more than 1% of the requests late beyond chance, which a few stalls of a busy
