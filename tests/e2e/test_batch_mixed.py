@@ -25,8 +25,14 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
         props = case["properties"]
         assert props["slo.outcome"] in ("PASS", "INCONCLUSIVE"), (name, case["message"])
         if props["slo.outcome"] == "INCONCLUSIVE":
-            assert "clustered" in case["message"] or "straddles" in case["message"], case
-            assert "requests would decide it" in case["message"], case
+            # Or not steady: mixed's background batch class may still be ramping at 120
+            # requests (MSER-5 found it changing at its midpoint, 2026-12-07).
+            message = case["message"]
+            if "not steady" in message:
+                assert "run longer or add warm-up requests" in message, case
+            else:
+                assert "clustered" in message or "straddles" in message, case
+                assert "requests would decide it" in message, case
         print(name, props["slo.outcome"], props["slo.n"], props.get("slo.n_eff"))
     # Throughput is judged on batch means over time windows. At 120 closed-loop requests the
     # windows hold a wave or two each, and on a noisy machine they can straddle the floor (769
