@@ -126,6 +126,35 @@ def client_lagged(case: dict[str, Any]) -> bool:
     )
 
 
+def run_lagged(report_dir: Path) -> bool:
+    """Whether any objective of the run reported in ``report_dir`` is INVALID because the client
+    lagged its schedule (``client_lagged``)."""
+    junit = report_dir / "junit.xml"
+    return junit.exists() and any(client_lagged(c) for c in junit_cases(junit).values())
+
+
+def run_suite_on_schedule(
+    args: list[str], report_dir: Path, **kwargs: Any
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``run_suite``, measured once more (into ``report_dir/again``) when the client lagged its
+    schedule: a shared 2-core CI machine can stall it for tens of ms, which voids the run as the
+    suite is built to (INVALID, the client's fault). The tests that use this are about the server
+    and its verdicts, not the client. Returns the last run and its folder, lagged or not: a test
+    must still say what it makes of a second lagged run."""
+    proc = run_suite(args, report_dir, **kwargs)
+    if run_lagged(report_dir):
+        report_dir = report_dir / "again"
+        proc = run_suite(args, report_dir, **kwargs)
+    return proc, report_dir
+
+
+NOT_STEADY = (
+    r"not steady, (drift: typical \w+ (rose|fell) \d+%"
+    r"|no steady state: .* run longer or add warm-up requests)"
+)
+"""The reason an INCONCLUSIVE verdict gives for a run that is not steady (slo/steady.py)."""
+
+
 def realtime_server_config(settings: Settings | None = None) -> ServerConfig:
     """The server config the realtime scenario gets under the cpu-tiny profile."""
     s = settings or programmatic("cpu-tiny")

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from tests.e2e.helpers import junit_cases, run_suite
+import pytest
+
+from tests.e2e.helpers import NOT_STEADY, junit_cases, run_lagged, run_suite_on_schedule
 
 
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
     # Capped at 120 measured requests per class (the scenarios send 3000 and 800) to keep CI
     # short; the background batch class of mixed still runs until the realtime class is done.
     cap = ["--slo-max-requests=120"]
-    proc = run_suite(["suites/test_batch.py", "suites/test_mixed.py", *cap], tmp_path)
-    cases = junit_cases(tmp_path / "junit.xml")
+    proc, out = run_suite_on_schedule(
+        ["suites/test_batch.py", "suites/test_mixed.py", *cap], tmp_path
+    )
+    if run_lagged(out):  # void as a whole, and it says so
+        assert proc.returncode == 1
+        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+    cases = junit_cases(out / "junit.xml")
     assert proc.returncode in (0, 1), proc.returncode  # verdicts reached, nothing broke
     objectives = {k: c for k, c in cases.items() if k.startswith("test_objective[")}
     assert len(objectives) == 5 and len(cases) == 6
@@ -29,7 +37,7 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
             # requests (MSER-5 found it changing at its midpoint, 2026-12-07).
             message = case["message"]
             if "not steady" in message:
-                assert "run longer or add warm-up requests" in message, case
+                assert re.search(NOT_STEADY, message), case
             else:
                 assert "clustered" in message or "straddles" in message, case
                 assert "requests would decide it" in message, case
@@ -39,21 +47,22 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
     # tok/s, CI 291-1247 against 300, 2026-12-06): then INCONCLUSIVE, asked for more requests.
     throughput = objectives["test_objective[output_throughput]"]
     if throughput["properties"]["slo.outcome"] != "PASS":
-        assert "more requests would decide it" in throughput["message"], throughput
+        reason = rf"more requests would decide it|{NOT_STEADY}"
+        assert re.search(reason, throughput["message"]), throughput
     # The priority claim is a comparison with an interval: with 120 clustered realtime requests
     # per variant it may be undecided on 2 cores (then it says so), never shown without one.
     claim_case = cases["test_priority_scheduling_lowers_realtime_ttft"]
     assert claim_case["outcome"] == "passed" or "undecided" in claim_case["message"], claim_case
     # Three servers: batch, mixed under priority, the same load under FCFS.
-    starts = json.loads((tmp_path / "servers" / "starts.json").read_text())
+    starts = json.loads((out / "servers" / "starts.json").read_text())
     assert len(starts) == 3
     claim = cases["test_priority_scheduling_lowers_realtime_ttft"]["properties"]
     assert claim["claim.priority.requests"] == claim["claim.fcfs.requests"] == "120"
     # Per-class records: both classes ran at the same time, with their priorities.
-    rows = [json.loads(r) for r in (tmp_path / "mixed" / "records.jsonl").read_text().splitlines()]
+    rows = [json.loads(r) for r in (out / "mixed" / "records.jsonl").read_text().splitlines()]
     realtime = [r for r in rows if r["class"] == "realtime" and not r["warmup"]]
     batch = [r for r in rows if r["class"] == "batch" and not r["warmup"]]
     assert len(realtime) == 120 and len(batch) > 24
     assert min(r["sent_ns"] for r in batch) < max(r["sent_ns"] for r in realtime)
-    assert (tmp_path / "mixed.fcfs" / "summary.json").exists()
+    assert (out / "mixed.fcfs" / "summary.json").exists()
     assert {r["output_tokens"] for r in batch} == {128}

@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from fixtures.settings import ROOT
 from slo.scenario import SCENARIO_DIR
-from tests.e2e.helpers import junit_cases, run_suite
+from tests.e2e.helpers import client_lagged, junit_cases, run_suite_on_schedule
 
 OBJECTIVES = """\
 [objectives.cpu-tiny]
@@ -41,11 +41,9 @@ def cold_run(
     text = text.replace("starts = 3 ", "starts = 2 ").replace("requests = 4 ", "requests = 2 ")
     slo_file = folder / "cold.slo.toml"
     slo_file.write_text(text)
-    out = folder / "run"
     # The suite's own root and config: the SLO file's folder is outside the checkout.
-    return run_suite(
-        [f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"), str(slo_file)], out
-    ), out
+    args = [f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"), str(slo_file)]
+    return run_suite_on_schedule(args, folder / "run")
 
 
 def test_startup_and_cold_ttft_are_measured_per_start_and_judged(
@@ -89,8 +87,12 @@ def test_startup_and_cold_ttft_are_measured_per_start_and_judged(
     )
     assert cases["ttft_cold max"]["properties"]["slo.outcome"] == "FAIL"  # no first token in 1 ms
     assert cases["ttft_cold p50"]["properties"]["slo.outcome"] in ("PASS", "INCONCLUSIVE")
-    assert cases["ttft p50"]["properties"]["slo.outcome"] == "PASS"
     assert cases["ttft p50"]["properties"]["slo.claim"].startswith("Each objective is judged")
     assert proc.returncode == 1  # the FAIL (and the INCONCLUSIVE p90) fail their tests
     signoff = (out / "signoff.md").read_text()
     assert "### Cold starts" in signoff and "startup, ttft_cold: n is server starts" in signoff
+    if client_lagged(cases["ttft p50"]):
+        # Lagged in both runs (cold_run measures once more): the workload's verdict is void and
+        # says why; the starts were judged all the same.
+        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+    assert cases["ttft p50"]["properties"]["slo.outcome"] == "PASS"
