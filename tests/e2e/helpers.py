@@ -148,6 +148,10 @@ def run_suite_on_schedule(
     return proc, report_dir
 
 
+TOO_BUSY = "the client lagged its schedule in both runs: this machine is too busy"
+"""Why a test skips when ``run_suite_on_schedule``'s second run lagged too."""
+
+
 NOT_STEADY = (
     r"not steady, (drift: typical \w+ (rose|fell) \d+%"
     r"|no steady state: .* run longer or add warm-up requests)"

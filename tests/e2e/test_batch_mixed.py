@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import NOT_STEADY, junit_cases, run_lagged, run_suite_on_schedule
+from tests.e2e.helpers import (
+    NOT_STEADY,
+    TOO_BUSY,
+    junit_cases,
+    run_lagged,
+    run_suite_on_schedule,
+)
 
 
 def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
@@ -20,7 +26,7 @@ def test_batch_and_mixed_scenarios(tmp_path: Path) -> None:
     )
     if run_lagged(out):  # void as a whole, and it says so
         assert proc.returncode == 1
-        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+        pytest.skip(TOO_BUSY)
     cases = junit_cases(out / "junit.xml")
     assert proc.returncode in (0, 1), proc.returncode  # verdicts reached, nothing broke
     objectives = {k: c for k, c in cases.items() if k.startswith("test_objective[")}

@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from fixtures.settings import ROOT
 from slo.scenario import SCENARIO_DIR
-from tests.e2e.helpers import client_lagged, junit_cases, run_suite_on_schedule
+from tests.e2e.helpers import TOO_BUSY, client_lagged, junit_cases, run_suite_on_schedule
 
 OBJECTIVES = """\
 [objectives.cpu-tiny]
@@ -94,5 +94,5 @@ def test_startup_and_cold_ttft_are_measured_per_start_and_judged(
     if client_lagged(cases["ttft p50"]):
         # Lagged in both runs (cold_run measures once more): the workload's verdict is void and
         # says why; the starts were judged all the same.
-        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+        pytest.skip(TOO_BUSY)
     assert cases["ttft p50"]["properties"]["slo.outcome"] == "PASS"

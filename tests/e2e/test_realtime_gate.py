@@ -13,6 +13,7 @@ import pytest
 from slo.sequential import StopRule
 from tests.e2e.helpers import (
     NOT_STEADY,
+    TOO_BUSY,
     client_lagged,
     group_alive,
     junit_cases,
@@ -53,7 +54,7 @@ def test_realtime_scenario_judges_every_objective_on_cpu_vllm(
         # objective INVALID with the client named, nothing PASSed; what follows is not reached.
         assert all(client_lagged(c) for c in cases.values()), cases
         assert proc.returncode == 1 and re.search(r"\b5 failed\b", proc.stdout)
-        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+        pytest.skip(TOO_BUSY)
     # On a quiet 2-core machine the full job PASSes every objective (slo/scenarios/realtime.toml);
     # capped, TPOT p99 may be undecided. A shared CI machine can cluster the slow requests so
     # much that they hold fewer effective samples than a p99 needs, or shift TTFT halfway
@@ -165,7 +166,7 @@ def test_sequential_stop_ends_a_clearly_failing_run_early(tmp_path: Path) -> Non
     proc, out = run_suite_on_schedule(args, tmp_path)
     assert proc.returncode == 1
     if run_lagged(out):
-        pytest.skip("the client lagged its schedule in both runs: this machine is too busy")
+        pytest.skip(TOO_BUSY)
     rows = [json.loads(r) for r in (out / "realtime" / "records.jsonl").read_text().splitlines()]
     measured = [r for r in rows if not r["warmup"]]
     # Looks at 200 requests and every 50 after; a look stops the run only where its
